@@ -1,0 +1,38 @@
+# The two fresh-machine entry points are `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/dlq
+
+.PHONY: run test setup services lint check bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+run: setup
+	$(PY) manage.py dlq_up
+
+services:
+	bash .ci/services
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+check: setup
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) manage.py check
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) manage.py makemigrations --check --dry-run
+
+test: setup services lint check
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup services
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/drain.py
+
+clean:
+	rm -rf $(VENV) var

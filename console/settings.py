@@ -1,0 +1,181 @@
+"""DLQ Console settings: everything comes from the environment (see README, Configuration)."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from console.env import env_bool, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str(
+    "SECRET_KEY", "dev-only-insecure-secret-key-change-me-in-production-0123456789"
+)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "ninja",  # serves the API docs page's scripts from static files, not a CDN
+    "dlq",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "dlq.views.console_context",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict:
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except Exception as e:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {e}") from None
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        name = Path(config["NAME"] or "var/dlq.sqlite3")
+        name = name if name.is_absolute() else BASE_DIR / name
+        name.parent.mkdir(parents=True, exist_ok=True)
+        config["NAME"] = str(name)
+        config["CONN_MAX_AGE"] = 0
+        # WAL + a busy timeout let the drainer, the worker and the web share one file.
+        config["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        }
+    elif config["ENGINE"] == "django.db.backends.postgresql":
+        config.setdefault("OPTIONS", {})["connect_timeout"] = 5
+    return config
+
+
+DATABASE_URL = env_url(
+    "DATABASE_URL", "sqlite:///var/dlq.sqlite3", ("sqlite", "postgres", "postgresql", "pgsql")
+)
+DATABASES = {"default": _database(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# Edits carry whole bodies (base64 in JSON): allow large ones, still bounded.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DLQ_MAX_REQUEST_BYTES", 32 * 1024 * 1024, minimum=1024)
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# --- RabbitMQ -------------------------------------------------------------------------
+DLQ_BROKER_URL = env_url(
+    "DLQ_BROKER_URL", "amqp://guest:guest@localhost:5672/%2F", ("amqp", "amqps")
+)
+DLQ_MANAGEMENT_URL = env_url(
+    "DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672", ("http", "https")
+)
+DLQ_QUEUES = env_list("DLQ_QUEUES", "*.dlq,*.dead,*.parking,*_error")
+DLQ_CONSOLE_URL = env_url("DLQ_CONSOLE_URL", "http://localhost:8000", ("http", "https"))
+DLQ_TELEGRAM_API_URL = env_url(
+    "DLQ_TELEGRAM_API_URL", "https://api.telegram.org", ("http", "https")
+)
+
+# Drainer tuning (documented in the README; the defaults are the measured sweet spot).
+DLQ_DRAIN_BATCH = env_int("DLQ_DRAIN_BATCH", 500, minimum=1, maximum=10_000)
+DLQ_DRAIN_PREFETCH = env_int("DLQ_DRAIN_PREFETCH", 2000, minimum=1, maximum=65_535)
+DLQ_DRAIN_FLUSH_MS = env_int("DLQ_DRAIN_FLUSH_MS", 50, minimum=1, maximum=10_000)
+DLQ_DRAIN_BATCH_BYTES = env_int("DLQ_DRAIN_BATCH_BYTES", 16 * 1024 * 1024, minimum=1024)
+# Replays: 0 = the broker's default for its version (128 MiB on 3.x, 16 MiB on 4.x).
+DLQ_MAX_MESSAGE_BYTES = env_int("DLQ_MAX_MESSAGE_BYTES", 0, minimum=0)
+# Keep user_id on replay only if the console's broker user may impersonate (tag impersonator).
+DLQ_REPLAY_KEEP_USER_ID = env_bool("DLQ_REPLAY_KEEP_USER_ID", False)
+DLQ_REPLAY_WINDOW = env_int("DLQ_REPLAY_WINDOW", 1000, minimum=1, maximum=65_535)
+# A running job whose worker has not reported for this long is taken over by another.
+DLQ_JOB_STALE_SECONDS = env_int("DLQ_JOB_STALE_SECONDS", 30, minimum=1)
+DLQ_RESOLVE_SECONDS = env_int("DLQ_RESOLVE_SECONDS", 15, minimum=1, maximum=30)
+DLQ_DRAIN_HEARTBEAT = env_int("DLQ_DRAIN_HEARTBEAT", 30, minimum=1, maximum=600)
+
+# --- Celery ---------------------------------------------------------------------------
+CELERY_BROKER_URL = env_url(
+    "CELERY_BROKER_URL", DLQ_BROKER_URL, ("amqp", "amqps", "redis", "rediss")
+)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_IMPORTS = ("dlq.jobtasks",)
+# Workers of one deployment (or one test run) share a queue name; the default is Celery's.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_BEAT_SCHEDULE = {
+    # Alerts: count new arrivals, send due digests. "expires" drops ticks a busy or stopped
+    # worker did not take in time, so a backlog never turns into a burst of passes.
+    "evaluate-alerts": {
+        "task": "dlq.tasks.evaluate_alerts",
+        "schedule": 15.0,
+        "options": {"expires": 14},
+    },
+    # Jobs whose worker died (or whose start message was lost) are resumed.
+    "resume-jobs": {
+        "task": "dlq.jobtasks.resume_jobs",
+        "schedule": 30.0,
+        "options": {"expires": 29},
+    },
+}
+# Keep the console's structured log format in workers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- Logging --------------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "logfmt": {"()": "console.logfmt.LogfmtFormatter"},
+        "json": {"()": "console.logfmt.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if env_bool("DLQ_LOG_JSON", False) else "logfmt",
+        }
+    },
+    "root": {"handlers": ["console"], "level": env_str("DLQ_LOG_LEVEL", "INFO").upper()},
+    "loggers": {"pika": {"level": "WARNING"}},
+}

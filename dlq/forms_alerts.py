@@ -1,0 +1,90 @@
+"""Forms of the alert pages. Secrets are typed in and never rendered back."""
+
+from django import forms
+
+from dlq.models import AlertRule, ChannelKind, Mute
+
+SECRET_FIELDS = {
+    ChannelKind.SLACK: {"url": "Slack incoming webhook URL"},
+    ChannelKind.WEBHOOK: {"url": "Webhook URL"},
+    ChannelKind.TELEGRAM: {"token": "Bot token", "chat_id": "Chat id"},
+}
+
+
+class SecretInput(forms.TextInput):
+    """Renders no value: neither the stored secret nor one just typed into a form with
+    errors comes back in the HTML."""
+
+    def __init__(self):
+        super().__init__(attrs={"autocomplete": "off", "spellcheck": "false"})
+
+    def format_value(self, value):
+        return None
+
+
+class ChannelForm(forms.Form):
+    """One channel kind's fields. Editing: an empty secret field keeps the stored value."""
+
+    name = forms.CharField(
+        max_length=100, required=False, help_text="optional; defaults to the kind"
+    )
+
+    def __init__(self, kind: str, *args, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        keep = "leave empty to keep the stored value"
+        for field, label in SECRET_FIELDS[kind].items():
+            self.fields[field] = forms.CharField(
+                label=label,
+                max_length=2000,
+                required=not editing,
+                widget=SecretInput(),
+                help_text=keep if editing else "",
+            )
+        if editing:
+            self.fields["name"].help_text = ""
+
+
+class AttemptQuery(forms.Form):
+    channel = forms.IntegerField(required=False, min_value=1)
+    before = forms.IntegerField(required=False, min_value=1)
+
+
+class RuleForm(forms.ModelForm):
+    """AlertRule.clean() checks the queues, the quiet hours and the time zone."""
+
+    class Meta:
+        model = AlertRule
+        fields = [
+            "name",
+            "enabled",
+            "queues",
+            "all_channels",
+            "channels",
+            "threshold",
+            "window_minutes",
+            "digest_minutes",
+            "alert_new_groups",
+            "quiet_start",
+            "quiet_end",
+            "quiet_tz",
+        ]
+        widgets = {
+            "queues": forms.Textarea(attrs={"rows": 2}),
+            "channels": forms.CheckboxSelectMultiple,
+            "quiet_start": forms.TimeInput(attrs={"type": "time"}),
+            "quiet_end": forms.TimeInput(attrs={"type": "time"}),
+        }
+
+
+class MuteForm(forms.ModelForm):
+    class Meta:
+        model = Mute
+        fields = ["queue", "group", "until", "reason"]
+        widgets = {"until": forms.DateTimeInput(attrs={"type": "datetime-local"})}
+        help_texts = {"group": "failure group id", "until": "UTC"}
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("queue") and not data.get("group"):
+            raise forms.ValidationError("name a queue (or glob), a group, or both")
+        return data

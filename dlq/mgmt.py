@@ -1,0 +1,68 @@
+"""A small client for RabbitMQ's management HTTP API (queue discovery, depths, bindings)."""
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from urllib.parse import quote, urlsplit
+
+from django.conf import settings
+
+
+class ManagementError(Exception):
+    """The management API could not be reached or answered with an error."""
+
+
+def _request(path: str, timeout: float = 5.0):
+    parts = urlsplit(settings.DLQ_MANAGEMENT_URL)
+    base = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+    request = urllib.request.Request(base + parts.path.rstrip("/") + path)
+    if parts.username:
+        creds = f"{parts.username}:{parts.password or ''}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise ManagementError(f"management API answered {e.code} for {path}") from None
+    except (OSError, ValueError) as e:
+        raise ManagementError(f"management API unreachable: {e}") from None
+
+
+def list_queues(vhost: str) -> list[dict]:
+    """Queues of a vhost: name, type, arguments, messages (ready + unacked)."""
+    cols = "name,type,arguments,messages,messages_ready,consumers,durable"
+    found = _request(f"/api/queues/{quote(vhost, safe='')}?columns={cols}")
+    return found or []
+
+
+def _segment(name: str) -> str:
+    """A name as one path segment: "." and ".." would be read as relative paths."""
+    quoted = quote(name, safe="")
+    return quoted.replace(".", "%2E") if name in (".", "..") else quoted
+
+
+def _one(path: str) -> dict | None:
+    found = _request(path)
+    return found if isinstance(found, dict) else None
+
+
+def get_queue(vhost: str, name: str) -> dict | None:
+    if not name:
+        return None  # "" is no queue's name; the path would list them all
+    return _one(f"/api/queues/{_segment(vhost)}/{_segment(name)}")
+
+
+def exchange_bindings(vhost: str, exchange: str) -> list[dict]:
+    """Bindings whose source is the exchange (its destinations: queues and exchanges)."""
+    path = f"/api/exchanges/{_segment(vhost)}/{_segment(exchange)}/bindings/source"
+    found = _request(path)
+    return [b for b in found if isinstance(b, dict)] if isinstance(found, list) else []
+
+
+def get_exchange(vhost: str, exchange: str) -> dict | None:
+    if not exchange:
+        exchange = "amq.default"  # the default exchange, as the management API names it
+    return _one(f"/api/exchanges/{_segment(vhost)}/{_segment(exchange)}")

@@ -1,0 +1,384 @@
+"""Slack, Telegram and generic webhook senders over one small HTTP base.
+
+No Django here: a notifier gets its destination (with its secrets) and an `Alert`, makes
+ONE request and either returns or raises `TransportError`, which says whether the failure
+is permanent (revoked webhook, blocked bot: never retry, switch the channel off) and how
+long the server asked us to wait. The bounded retry policy is `retry_delay`; the caller
+runs it, because every try is recorded as its own row (dlq/delivery.py).
+
+Secrets (webhook URLs, bot tokens) are scrubbed from every error message.
+"""
+
+import html
+import http.client
+import json
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
+
+TIMEOUT_S = 10
+MAX_TRIES = 3
+BACKOFF_S = (2.0, 10.0)  # waits before the 2nd and 3rd try when the server gives no hint
+MAX_WAIT_S = 900.0  # a server asking for a longer pause is not waited for
+MAX_BODY = 64 * 1024
+VALUE_CHARS = 120  # each untrusted value is cut to this many characters before escaping
+USER_AGENT = "dlq-console"
+
+
+class TransportError(Exception):
+    def __init__(self, message, *, permanent=False, retry_after=None, status=None):
+        super().__init__(message)
+        self.permanent = permanent
+        self.retry_after = retry_after
+        self.status = status
+
+
+def retry_delay(error: TransportError, try_no: int) -> float | None:
+    """Seconds to wait before the try after `try_no`, or None when there is none."""
+    if error.permanent or try_no >= MAX_TRIES:
+        return None
+    if error.retry_after is not None:
+        return error.retry_after if error.retry_after <= MAX_WAIT_S else None
+    return BACKOFF_S[min(try_no, len(BACKOFF_S)) - 1]
+
+
+# --- what is sent -----------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    """One line of an alert. `name` and the values of `where` are untrusted (queue names,
+    exception types from message headers); `data` is what a JSON webhook receives."""
+
+    name: str
+    count: int
+    url: str
+    where: list[tuple[str, str]] = field(default_factory=list)  # ("in", queue name), ...
+    new: bool = False
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class Alert:
+    title: str  # our own words, no untrusted content
+    summary: str  # likewise
+    url: str
+    label: str = ""  # untrusted: the rule name an admin typed
+    queues: list[Item] = field(default_factory=list)
+    groups: list[Item] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+
+
+def cap(value: str, limit: int = VALUE_CHARS) -> str:
+    value = " ".join(str(value or "").split())  # one line: no newline can break a layout
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def units(text: str) -> int:
+    """Length as Telegram and Slack count it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def fit(lines: list[str], limit: int) -> str:
+    """Whole lines up to `limit`: a cut never falls inside an escape or a tag."""
+    kept, used = [], 0
+    for i, line in enumerate(lines):
+        rest = len(lines) - i - 1
+        reserve = 24 if rest else 0  # room for the "… N more lines" marker
+        cost = units(line) + (1 if kept else 0)
+        if used + cost + reserve > limit:
+            kept.append(f"… {len(lines) - i} more lines")
+            break
+        kept.append(line)
+        used += cost
+    return "\n".join(kept)
+
+
+def paragraphs(lines: list[str]) -> list[list[str]]:
+    """Lines grouped at the blank lines between them."""
+    groups, current = [], []
+    for line in [*lines, ""]:
+        if line:
+            current.append(line)
+        elif current:
+            groups.append(current)
+            current = []
+    return groups
+
+
+class Format:
+    """How one channel writes text; subclasses escape for their markup."""
+
+    def text(self, value: str) -> str:
+        return value
+
+    def code(self, value: str) -> str:
+        return cap(value) or "-"
+
+    def bold(self, value: str) -> str:
+        return value
+
+    def link(self, url: str, label: str) -> str:
+        return f"{label}: {url}"
+
+    def item(self, item: Item) -> str:
+        line = f"• {self.code(item.name)}"
+        if item.where:
+            line += " (" + ", ".join(f"{word} {self.code(v)}" for word, v in item.where) + ")"
+        line += f" — {item.count}"
+        if item.new:
+            line += f" {self.bold('NEW')}"
+        return f"{line} · {self.link(item.url, 'open')}"
+
+    def lines(self, alert: Alert) -> list[str]:
+        head = self.bold(alert.title)
+        if alert.label:
+            head += f" · rule {self.code(alert.label)}"
+        lines = [head, self.text(alert.summary)]
+        if alert.queues:
+            lines += ["", self.bold("Queues")] + [self.item(i) for i in alert.queues]
+        if alert.groups:
+            lines += ["", self.bold("Top failure groups")] + [self.item(i) for i in alert.groups]
+        return [*lines, "", self.link(alert.url, "Open in DLQ Console")]
+
+
+class SlackFormat(Format):
+    """Slack mrkdwn: only & < > have escapes; untrusted values go in code spans, where
+    * _ ~ do not format, and a backtick (which would end the span) becomes ˋ."""
+
+    def text(self, value: str) -> str:
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    def code(self, value: str) -> str:
+        value = cap(value).replace("`", "ˋ")
+        return f"`{self.text(value)}`" if value else "-"
+
+    def bold(self, value: str) -> str:
+        return f"*{self.text(value)}*"
+
+    def link(self, url: str, label: str) -> str:
+        url = url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E")
+        return f"<{self.text(url)}|{self.text(label)}>"  # Slack unescapes &amp; in URLs too
+
+
+class TelegramFormat(Format):
+    """Telegram HTML: every untrusted character is escaped; values in <code>."""
+
+    def text(self, value: str) -> str:
+        return html.escape(value, quote=False)
+
+    def code(self, value: str) -> str:
+        value = cap(value)
+        return f"<code>{self.text(value)}</code>" if value else "-"
+
+    def bold(self, value: str) -> str:
+        return f"<b>{self.text(value)}</b>"
+
+    def link(self, url: str, label: str) -> str:
+        return f'<a href="{html.escape(url, quote=True)}">{self.text(label)}</a>'
+
+
+# --- the HTTP base ----------------------------------------------------------------------
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict
+    body: bytes
+
+    def text(self, limit: int = 200) -> str:
+        return " ".join(self.body[:2000].decode("utf-8", "replace").split())[:limit]
+
+    def json(self) -> dict:
+        try:
+            value = json.loads(self.body)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a redirect is an answer (an error), never followed with our payload
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def parse_retry_after(value) -> float | None:
+    """Retry-After as seconds (a number of seconds or an HTTP date)."""
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+class HttpNotifier:
+    kind = "http"
+    good = frozenset({200})
+    secrets: tuple[str, ...] = ()
+
+    def send(self, alert: Alert) -> int:
+        """Send one alert with one request; the HTTP status, or TransportError."""
+        raise NotImplementedError
+
+    def scrub(self, text: str) -> str:
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    def post_json(self, url: str, payload: dict) -> Response:
+        request = urllib.request.Request(
+            url,
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+        )
+        try:
+            with _opener.open(request, timeout=TIMEOUT_S) as answer:
+                response = Response(answer.status, dict(answer.headers), answer.read(MAX_BODY))
+        except HTTPError as e:
+            with e:
+                response = Response(e.code, dict(e.headers or {}), e.read(MAX_BODY))
+        except (URLError, OSError, http.client.HTTPException, ValueError) as e:
+            reason = getattr(e, "reason", None) or e
+            raise TransportError(self.scrub(f"connection failed: {reason}")) from None
+        if response.status not in self.good:
+            raise self.failure(response)
+        return response
+
+    def failure(self, response: Response) -> TransportError:
+        """The error for a status outside `good`: subclasses decide what is permanent."""
+        return TransportError(
+            self.scrub(f"{self.kind} answered HTTP {response.status}: {response.text()}"),
+            permanent=400 <= response.status < 500 and response.status != 429,
+            retry_after=self.retry_after(response),
+            status=response.status,
+        )
+
+    def retry_after(self, response: Response) -> float | None:
+        if response.status != 429:
+            return None
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        return parse_retry_after(headers.get("retry-after"))
+
+
+class SlackNotifier(HttpNotifier):
+    """An incoming webhook. Slack answers 403 invalid_token, 404 channel_not_found or
+    no_service, 410 channel_is_archived when the hook is gone for good."""
+
+    kind = "slack"
+    limit = 3000  # per section text
+    gone = frozenset({403, 404, 410})
+
+    def __init__(self, url: str):
+        self.url = url
+        self.secrets = (url, urlsplit(url).path if len(urlsplit(url).path) > 1 else "")
+
+    def payload(self, alert: Alert) -> dict:
+        fmt = SlackFormat()
+        blocks = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": fit(part, self.limit)}}
+            for part in paragraphs(fmt.lines(alert))
+        ]
+        return {"text": fmt.text(cap(alert.title, 300)), "blocks": blocks[:50]}
+
+    def send(self, alert: Alert) -> int:
+        return self.post_json(self.url, self.payload(alert)).status
+
+    def failure(self, response: Response) -> TransportError:
+        error = super().failure(response)
+        error.permanent = response.status in self.gone
+        return error
+
+
+class TelegramNotifier(HttpNotifier):
+    """Bot API sendMessage, parse_mode HTML, at a configurable API base."""
+
+    kind = "telegram"
+    limit = 4096
+    permanent_words = ("chat not found", "bot was blocked", "bot was kicked", "upgraded to a")
+
+    def __init__(self, api_url: str, token: str, chat_id: str):
+        self.url = f"{api_url.rstrip('/')}/bot{token}/sendMessage"
+        self.chat_id = chat_id
+        self.secrets = (self.url, token)
+
+    def payload(self, alert: Alert) -> dict:
+        return {
+            "chat_id": self.chat_id,
+            "text": fit(TelegramFormat().lines(alert), self.limit),
+            "parse_mode": "HTML",
+            "link_preview_options": {"is_disabled": True},
+        }
+
+    def send(self, alert: Alert) -> int:
+        return self.post_json(self.url, self.payload(alert)).status
+
+    def failure(self, response: Response) -> TransportError:
+        body = response.json()
+        description = str(body.get("description") or response.text())
+        parameters = body.get("parameters") if isinstance(body.get("parameters"), dict) else {}
+        retry_after = parse_retry_after(parameters.get("retry_after"))
+        if retry_after is None:
+            retry_after = self.retry_after(response)
+        permanent = response.status in (401, 403, 404) or (
+            response.status == 400 and any(w in description.lower() for w in self.permanent_words)
+        )
+        return TransportError(
+            self.scrub(f"telegram answered HTTP {response.status}: {description[:200]}"),
+            permanent=permanent,
+            retry_after=retry_after if response.status == 429 else None,
+            status=response.status,
+        )
+
+
+class WebhookNotifier(HttpNotifier):
+    """POST the alert as JSON. Any 4xx but 429 is permanent: the endpoint refuses us."""
+
+    kind = "webhook"
+    good = frozenset({200, 201, 202, 204})
+
+    def __init__(self, url: str):
+        self.url = url
+        parts = urlsplit(url)
+        self.secrets = (url, parts.path if len(parts.path) > 1 else "", parts.query)
+
+    def payload(self, alert: Alert) -> dict:
+        plain = Format()
+        return {
+            "source": "dlq-console",
+            "title": alert.title,
+            "summary": alert.summary,
+            "rule": alert.label,
+            "url": alert.url,
+            "text": "\n".join(plain.lines(alert)),
+            "queues": [i.data for i in alert.queues],
+            "groups": [i.data for i in alert.groups],
+            **alert.facts,
+        }
+
+    def send(self, alert: Alert) -> int:
+        return self.post_json(self.url, self.payload(alert)).status
+
+
+def notifier_for(kind: str, config: dict, telegram_api_url: str) -> HttpNotifier:
+    if kind == "slack":
+        return SlackNotifier(config["url"])
+    if kind == "telegram":
+        return TelegramNotifier(telegram_api_url, config["token"], str(config["chat_id"]))
+    if kind == "webhook":
+        return WebhookNotifier(config["url"])
+    raise ValueError(f"unknown channel kind {kind!r}")

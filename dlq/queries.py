@@ -1,0 +1,221 @@
+"""Reading stored messages for the API and the pages: filters, keyset pages, queues, history."""
+
+import base64
+import binascii
+
+from django.db.models import Count, Max, Q
+
+from dlq import mgmt
+from dlq.models import DrainedQueue, Message, Status
+from dlq.ops_models import AuditAction, AuditEntry, Replay
+
+MAX_LIMIT = 500
+# Columns the list does not show; the detail reads the whole row.
+LIST_DEFERRED = ("body", "properties_json", "headers_json", "exception_stacktrace", "search_text")
+EXACT_FILTERS = {
+    "queue": "queue",
+    "status": "status",
+    "reason": "death_reason",
+    "exception_type": "exception_type",
+    "group": "group",
+}
+
+
+def encode_cursor(last_id: int) -> str:
+    return base64.urlsafe_b64encode(f"m{last_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int | None:
+    """The id a cursor stands for, or None when it is not one this API gave out."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        return None
+    digits = raw[1:]
+    if raw[:1] != "m" or not digits.isdigit() or not 0 < int(digits) < 2**63:
+        return None
+    return int(digits)
+
+
+def filter_messages(filters: dict):
+    """Messages matching the list's filters (keys as in schemas.MessageFilter), newest first."""
+    qs = Message.objects.order_by("-id")
+    for key, column in EXACT_FILTERS.items():
+        if filters.get(key) is not None:
+            qs = qs.filter(**{column: filters[key]})
+    if filters.get("exchange") is not None:
+        value = filters["exchange"]
+        qs = qs.filter(Q(exchange=value) | Q(original_exchange=value))
+    if filters.get("routing_key") is not None:
+        value = filters["routing_key"]
+        qs = qs.filter(Q(routing_key=value) | Q(original_routing_key=value))
+    if filters.get("received_after") is not None:
+        qs = qs.filter(received_at__gte=filters["received_after"])
+    if filters.get("received_before") is not None:
+        qs = qs.filter(received_at__lt=filters["received_before"])
+    if filters.get("q"):
+        qs = qs.filter(search_text__icontains=filters["q"])
+    return qs
+
+
+def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:
+    """One keyset page of messages (without the columns the list does not show)."""
+    return keyset(qs.defer(*LIST_DEFERRED), cursor, limit)
+
+
+def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:
+    """One keyset page of a newest-first queryset (ids below the cursor's) and the cursor of
+    the next, if any."""
+    if cursor:
+        qs = qs.filter(id__lt=decode_cursor(cursor))
+    rows = list(qs[: limit + 1])
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].id)
+
+
+def detail(message_id: int) -> Message | None:
+    """One message with its `history` attached, or None."""
+    message = Message.objects.filter(pk=message_id).first()
+    if message is not None:
+        message.history = history(message)
+    return message
+
+
+def history(message: Message) -> list[dict]:
+    """The events of the message's whole lineage (every life it had), oldest first: arrivals,
+    edits, discards, restores (from the audit trail) and replays (with the broker's answer)."""
+    root = message.root_id
+    lives = list(
+        Message.objects.filter(Q(pk=root) | Q(lineage_id=root))
+        .order_by("received_at", "id")
+        .values("id", "received_at", "queue", "death_reason")
+    )
+    ids = [life["id"] for life in lives]
+    events = [_arrival(life) for life in lives] + _audited(ids) + _replays(ids)
+    return sorted(events, key=lambda event: event["at"])  # stable: arrivals first on a tie
+
+
+def _arrival(life: dict) -> dict:
+    return {"at": life["received_at"], "event": "arrived", "actor": None, "message": life["id"],
+            "detail": {"queue": life["queue"], "reason": life["death_reason"]}}  # fmt: skip
+
+
+HISTORY_ACTIONS = {
+    AuditAction.EDIT: "edited",
+    AuditAction.DISCARD: "discarded",
+    AuditAction.RESTORE: "restored",
+}
+
+
+def _audited(ids: list[int]) -> list[dict]:
+    if not ids:
+        return []
+    lineage = Q()
+    for message_id in ids:
+        lineage |= mentions(message_id)
+    entries = AuditEntry.objects.filter(lineage, action__in=list(HISTORY_ACTIONS)).order_by("id")
+    events = []
+    for entry in entries:
+        detail = {"reason": entry.reason, "audit_id": entry.pk}
+        if entry.action == AuditAction.EDIT:
+            detail["changed"] = sorted(entry.diff or {})
+        for message_id in set(entry.message_ids) & set(ids):
+            events.append({"at": entry.at, "event": HISTORY_ACTIONS[entry.action],
+                           "actor": entry.actor_name, "message": message_id,
+                           "detail": detail})  # fmt: skip
+    return events
+
+
+def _replays(ids: list[int]) -> list[dict]:
+    attempts = Replay.objects.filter(message_id__in=ids).order_by("id")
+    return [_replayed(attempt) for attempt in attempts]
+
+
+def _replayed(attempt: Replay) -> dict:
+    detail = {"replay_id": attempt.replay_id, "target": attempt.target,
+              "exchange": attempt.exchange, "routing_key": attempt.routing_key,
+              "outcome": attempt.outcome or "pending", "detail": attempt.detail,
+              "job": attempt.job_id}  # fmt: skip
+    return {"at": attempt.started_at, "event": "replayed", "actor": attempt.actor_name,
+            "message": attempt.message_id, "detail": detail}  # fmt: skip
+
+
+# --- the audit trail ----------------------------------------------------------------------
+
+
+def mentions(message_id: int) -> Q:
+    """Audit rows whose message_ids contain `message_id`.
+
+    message_ids_json is always written by json.dumps (audit.record): "[7]", "[7, 12]". An id
+    is one of the list's items exactly when the text equals "[7]", starts with "[7, ", ends
+    with ", 7]" or contains ", 7, ", so "17" or "70" never match "7". A LIKE with a leading
+    wildcard scans, but the newest-first keyset order stops at the page's end.
+    """
+    n = int(message_id)
+    return (
+        Q(message_ids_json=f"[{n}]")
+        | Q(message_ids_json__startswith=f"[{n}, ")
+        | Q(message_ids_json__endswith=f", {n}]")
+        | Q(message_ids_json__contains=f", {n}, ")
+    )
+
+
+def filter_audit(filters: dict):
+    """Audit rows matching `filters` (actor, action, message, job, after, before), newest
+    first."""
+    qs = AuditEntry.objects.order_by("-id")
+    if filters.get("actor") is not None:
+        qs = qs.filter(actor_name=filters["actor"])
+    if filters.get("action") is not None:
+        qs = qs.filter(action=filters["action"])
+    if filters.get("message") is not None:
+        qs = qs.filter(mentions(filters["message"]))
+    if filters.get("job") is not None:
+        qs = qs.filter(job_id=filters["job"])
+    if filters.get("after") is not None:
+        qs = qs.filter(at__gte=filters["after"])
+    if filters.get("before") is not None:
+        qs = qs.filter(at__lt=filters["before"])
+    return qs
+
+
+def queue_overview() -> list[dict]:
+    """Drained queues and queues holding stored messages, with counts and broker depth."""
+    stored = {
+        (row["vhost"], row["queue"]): row
+        for row in Message.objects.order_by()
+        .values("vhost", "queue")
+        .annotate(parked=Count("id", filter=Q(status=Status.PARKED)), last=Max("received_at"))
+    }
+    known = {(q.vhost, q.name): q for q in DrainedQueue.objects.all()}
+    keys = sorted(set(stored) | set(known))
+    depths = broker_depths(sorted({vhost for vhost, _ in keys}))
+    return [_queue_row(key, stored.get(key), known.get(key), depths) for key in keys]
+
+
+def _queue_row(key, stored: dict | None, known: DrainedQueue | None, depths: dict) -> dict:
+    arrivals = [t for t in (stored and stored["last"], known and known.last_arrival_at) if t]
+    return {
+        "vhost": key[0],
+        "name": key[1],
+        "queue_type": known.queue_type if known else "",
+        "parked": stored["parked"] if stored else 0,
+        "depth": depths.get(key),
+        "last_arrival_at": max(arrivals, default=None),
+    }
+
+
+def broker_depths(vhosts: list[str]) -> dict[tuple[str, str], int]:
+    """Messages per queue on the broker; whatever the management API cannot tell is left out."""
+    depths = {}
+    for vhost in vhosts:
+        try:
+            queues = mgmt.list_queues(vhost)
+        except mgmt.ManagementError:
+            break  # unreachable: do not wait once per vhost
+        for queue in queues if isinstance(queues, list) else ():
+            if isinstance(queue, dict) and isinstance(queue.get("messages"), int):
+                depths[(vhost, queue["name"])] = queue["messages"]
+    return depths

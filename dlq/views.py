@@ -1,0 +1,41 @@
+"""Web pages shared by the whole console: the access helper, the layout's context, the
+overview. Pages of one concept live in their own module (views_alerts.py)."""
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from dlq import queries
+from dlq.roles import ADMIN, OPERATOR, VIEWER, has_role, require_role, role_of
+
+
+def role_view(needed: str):
+    """Anonymous users go to the login page; a user without `needed` gets 403.
+    The check is here, server-side, whatever buttons the page showed."""
+
+    def decorate(view):
+        @wraps(view)
+        @login_required
+        def wrapper(request, *args, **kwargs):
+            require_role(request.user, needed)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def console_context(request) -> dict:
+    """The role for the header and for hiding buttons (hiding is a courtesy, not a check)."""
+    user = getattr(request, "user", None)
+    return {
+        "console_role": role_of(user),
+        "console_is_admin": has_role(user, ADMIN),
+        "console_is_operator": has_role(user, OPERATOR),
+    }
+
+
+@role_view(VIEWER)
+def overview(request):
+    return render(request, "overview.html", {"queues": queries.queue_overview()})

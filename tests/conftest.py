@@ -1,0 +1,60 @@
+"""Shared fixtures: a real RabbitMQ, a real PostgreSQL; every test names its own queues."""
+
+import os
+import uuid
+
+import pytest
+
+from dlq import amqp
+from dlq.drain import Drainer
+
+pytest_plugins = ["tests.alertfactory", "tests.browser", "tests.httprecorder"]
+
+BROKER_URL = os.environ.get("DLQ_BROKER_URL", "amqp://guest:guest@localhost:5672/%2F")
+
+
+@pytest.fixture
+def unique():
+    """A name prefix no other test (or concurrent test run) uses."""
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def channel():
+    conn = amqp.connect(BROKER_URL, "dlq-tests")
+    ch = conn.channel()
+    yield ch
+    if conn.is_open:
+        conn.close()
+
+
+@pytest.fixture
+def cleanup_queues(channel):
+    """Queues and exchanges a test declares; deleted afterwards."""
+    made = {"queues": [], "exchanges": []}
+    yield made
+    conn = amqp.connect(BROKER_URL, "dlq-tests-cleanup")
+    ch = conn.channel()
+    for name in made["queues"]:
+        ch.queue_delete(name)
+    for name in made["exchanges"]:
+        ch.exchange_delete(name)
+    conn.close()
+
+
+def publish(ch, exchange: str, routing_key: str, body: bytes, headers: dict | None = None,
+            **properties):  # fmt: skip
+    """Publish with the console's codec; headers are given as plain Python values or typed."""
+    typed = None
+    if headers is not None:
+        typed = {
+            k: v if isinstance(v, dict) and "type" in v else amqp.typed(v)
+            for k, v in headers.items()
+        }
+    ch.basic_publish(exchange, routing_key, body, amqp.make_properties(properties, typed))
+
+
+def drain_once(patterns: list[str], **kwargs) -> Drainer:
+    drainer = Drainer(patterns=patterns, once=True, broker_url=BROKER_URL, **kwargs)
+    assert drainer.run() == 0
+    return drainer

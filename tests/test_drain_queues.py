@@ -1,0 +1,168 @@
+"""Queue lifecycle under a running drainer, memory bounded by the prefetch window, SQLite."""
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from tests.drainproc import (
+    PYTHON,
+    ROOT,
+    row_count,
+    run_once,
+    stored_bodies,
+    twins,
+    wait_for,
+)
+
+pytest_plugins = ["tests.drainfixtures"]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAST_RESOLVE = {"DLQ_RESOLVE_SECONDS": "1"}
+
+
+def unique_bodies(n: int, tag: str) -> list[tuple[bytes, dict]]:
+    return [(f'{{"n": {i}, "tag": "{tag}"}}'.encode(), {"n": i}) for i in range(n)]
+
+
+def test_queues_come_and_go_under_a_running_drainer(broker, spawn, db_url, unique):
+    first = broker.declare(f"{unique}.a.dlq")
+    broker.publish_many(first, unique_bodies(300, "one"))
+    missing = f"{unique}.missing"
+    proc = spawn([f"{unique}.*.dlq", missing], db_url, env=FAST_RESOLVE)
+    wait_for(lambda: row_count(first) == 300, 60, "the first queue to drain")
+
+    # A configured literal name that does not exist is logged, and is not fatal.
+    wait_for(
+        lambda: [
+            line for line in proc.events("queue does not exist", prefix=True) if missing in line
+        ],
+        10,
+        "the missing queue to be reported",
+    )
+    assert proc.alive()
+
+    # A new queue that matches the glob is drained without a restart.
+    second = broker.declare(f"{unique}.b.dlq")
+    broker.publish_many(second, unique_bodies(200, "two"))
+    wait_for(lambda: row_count(second) == 200, 30, "the new queue to be found and drained")
+
+    # A queue deleted while it is consumed (the broker sends basic.cancel) and declared
+    # again is picked up again.
+    broker.ch.queue_delete(first)
+    wait_for(lambda: proc.events("queue was deleted", prefix=True), 10, "the cancel to be noticed")
+    broker.ch.queue_declare(first, durable=True)
+    broker.publish_many(first, unique_bodies(100, "three"))
+    wait_for(lambda: row_count(first) == 400, 30, "the re-declared queue to drain")
+
+    # The missing queue, once declared, is drained too.
+    broker.declare(missing)
+    broker.publish_many(missing, unique_bodies(50, "four"))
+    wait_for(lambda: row_count(missing) == 50, 30, "the once-missing queue to drain")
+
+    assert proc.alive()
+    assert proc.stop() == 0, proc.log()[-3000:]
+    assert len(proc.events("connected")) == 1, proc.log()[-3000:]
+    for name in (first, second, missing):
+        assert max(stored_bodies(name).values()) == 1
+        assert broker.depth(name) == 0
+
+
+def test_a_queue_deleted_in_the_middle_of_a_backlog(broker, spawn, db_url, unique):
+    parking = broker.declare(f"{unique}.dlq")
+    broker.publish_many(parking, unique_bodies(20_000, "old"))
+    proc = spawn([parking], db_url, env={**FAST_RESOLVE, "DLQ_DRAIN_BATCH": "100"})
+    wait_for(lambda: row_count(parking) >= 1000, 60, "the drain to be under way", 0.01)
+    broker.ch.queue_delete(parking)  # the rest of the backlog is gone with it
+    wait_for(lambda: proc.events("queue was deleted", prefix=True), 10, "the cancel to be noticed")
+    broker.ch.queue_declare(parking, durable=True)
+    fresh = unique_bodies(500, "new")
+    broker.publish_many(parking, fresh)
+
+    wait_for(lambda: all(stored_bodies(parking)[body] for body, _ in fresh), 30, "the new messages")
+    assert proc.alive()
+    assert proc.stop() == 0, proc.log()[-3000:]
+    stored = stored_bodies(parking)
+    assert max(stored.values()) == 1  # nothing stored twice, whatever the deletion cut off
+    assert broker.depth(parking) == 0
+
+
+@pytest.mark.slow
+def test_memory_is_bounded_by_the_prefetch_window(broker, spawn, db_url, unique):
+    mib, count = 1024 * 1024, 300
+    parking = broker.declare(f"{unique}.dlq")
+    digests = []
+    batch = []
+    for i in range(count):
+        body = os.urandom(mib)
+        digests.append(hashlib.sha256(body).hexdigest())
+        batch.append((body, {"i": i}))
+        if len(batch) == 25:
+            broker.publish_many(parking, batch)
+            batch = []
+    broker.wait_depth(parking, count)
+
+    env = {"DLQ_DRAIN_PREFETCH": "20", "DLQ_DRAIN_BATCH": "10"}
+    proc = spawn([parking], db_url, env=env, name="memory")
+    while row_count(parking) < count:
+        assert proc.alive(), proc.log()[-3000:]
+        proc.sample_rss()
+        time.sleep(0.05)
+    peak_mib = proc.sample_rss() / 1024  # VmHWM: the high-water mark of the whole run
+    print(f"drainer peak RSS {peak_mib:.0f} MiB for {count} messages of 1 MiB")
+    assert proc.stop() == 0, proc.log()[-3000:]
+    # The interpreter with Django and pika is about 95 MiB; holding every message would add
+    # more than 300 MiB. The window is 20 of them, each copied a few times while written.
+    assert peak_mib < 250, f"peak RSS {peak_mib:.0f} MiB"
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT encode(sha256(body), 'hex'), size FROM dlq_message WHERE queue = %s",
+            [parking],
+        )
+        rows = cursor.fetchall()
+    assert sorted(d for d, _ in rows) == sorted(digests)
+    assert {size for _, size in rows} == {mib}
+    assert broker.depth(parking) == 0
+
+
+def test_drains_into_sqlite(broker, unique):
+    path = f"/tmp/dlq-drain-{uuid.uuid4().hex}.sqlite3"
+    url = f"sqlite:///{path}"
+    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "console.settings"}
+    try:
+        done = subprocess.run(
+            [PYTHON, "manage.py", "migrate", "--noinput"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        parking = broker.declare(f"{unique}.dlq")
+        messages = twins(1500, 40, unique)
+        broker.publish_many(parking, messages)
+        broker.wait_depth(parking, 1500)
+
+        proc = run_once([parking], url, env={"DLQ_DRAIN_BATCH": "200"})
+        assert proc.proc.returncode == 0, proc.log()
+        with sqlite3.connect(path) as db:
+            stored = db.execute(
+                "SELECT count(*), count(DISTINCT body) FROM dlq_message WHERE queue = ?",
+                [parking],
+            ).fetchone()
+            pending = db.execute("SELECT count(*) FROM dlq_pendingbatch").fetchone()[0]
+        assert stored == (1500, 40)
+        assert pending == 0
+        assert broker.depth(parking) == 0
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)

@@ -1,0 +1,134 @@
+"""A real Celery worker killed with SIGKILL in the middle of a bulk replay: a new worker
+finishes the job, nothing is marked replayed without a confirm, nothing is lost, and the only
+duplicates are the batch that was in flight."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from dlq import jobs, jobtasks
+from dlq.models import Message, Status
+from dlq.ops_models import ItemState, Job, JobItem, JobStatus
+from tests.arrivals import check_replayed
+from tests.factories import make_messages
+from tests.topology import Topology
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
+          "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
+
+
+def _database_url() -> str:
+    """The pytest database, for the worker processes."""
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Worker:
+    """`celery -A console worker` in its own process group, with its log in a file."""
+
+    def __init__(self, queue: str):
+        self.log = tempfile.TemporaryFile("w+")  # closed by stop()  # noqa: SIM115
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "CELERY_TASK_DEFAULT_QUEUE": queue,
+            "DLQ_JOB_STALE_SECONDS": "3",
+        }
+        self.proc = subprocess.Popen(
+            [*CELERY, "-Q", queue, "-n", f"{queue}-{time.monotonic_ns()}@%h"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while " ready." not in self.output():
+            assert self.proc.poll() is None, f"the worker exited:\n{self.output()[-3000:]}"
+            assert time.monotonic() < deadline, f"no ready worker:\n{self.output()[-3000:]}"
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group: the worker and its pool process die at once."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def _job(job_id: int) -> Job:
+    return Job.objects.get(pk=job_id)
+
+
+def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, unique):
+    top = Topology(channel, cleanup_queues, unique)
+    celery_queue = top.name("celery")
+    cleanup_queues["queues"].append(celery_queue)
+    cleanup_queues["exchanges"].append(celery_queue)
+    work = top.queue("work")
+    park = top.name("dlq")
+    total, rate = 20_000, 5000
+    ids = [m.pk for m in make_messages(total, queue=park, died_in=work)]
+    job = jobs.create_job("grace", "replay", filters={"queue": park}, target="failed_queue",
+                          rate_per_s=rate, reason="worker crash test")  # fmt: skip
+
+    first = Worker(celery_queue)
+    second = None
+    try:
+        first.wait_ready()
+        jobtasks.run_job.apply_async((job.pk,), queue=celery_queue)
+        deadline = time.monotonic() + 30
+        while _job(job.pk).done < 5000:
+            assert time.monotonic() < deadline, first.output()[-3000:]
+            time.sleep(0.02)
+        first.kill()
+
+        killed = _job(job.pk)
+        assert killed.status == JobStatus.RUNNING and 5000 <= killed.done < total
+        replayed = Message.objects.filter(pk__in=ids, status=Status.REPLAYED)
+        assert replayed.count() == killed.done
+        assert not replayed.exclude(replays__outcome="confirmed").exists()
+        in_flight = JobItem.objects.filter(job=job, state=ItemState.PUBLISHING).count()
+        assert in_flight <= 2 * jobs._batch_size(job)  # the batch published and the next one
+
+        second = Worker(celery_queue)
+        deadline = time.monotonic() + 90
+        while _job(job.pk).status != JobStatus.DONE:
+            assert second.proc.poll() is None, second.output()[-3000:]
+            assert time.monotonic() < deadline, second.output()[-3000:]
+            time.sleep(0.1)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+    done = _job(job.pk)
+    assert (done.done, done.failed, done.outcomes) == (total, 0, {"confirmed": total})
+    duplicates = check_replayed(channel, work, ids, max_duplicates=jobs._batch_size(job))
+    print(f"killed after {killed.done} settled, {in_flight} in flight: "
+          f"{total + duplicates} arrivals for {total} confirmed")  # fmt: skip
