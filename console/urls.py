@@ -12,4 +12,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.overview, name="overview"),
     path("alerts/", include("dlq.urls_alerts")),
+    path("messages/", include("dlq.urls_messages")),
+    path("", include("dlq.urls_ops")),
 ]
