@@ -8,8 +8,8 @@ from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, RootModel, field_validator, model_validator
 
 from dlq.amqp import TYPE_NAMES
+from dlq.bodyview import api_text
 from dlq.deaths import x_death_entries
-from dlq.ingest import body_text
 from dlq.models import Status
 from dlq.queries import MAX_LIMIT, decode_cursor
 
@@ -176,7 +176,12 @@ class HistoryEvent(Schema):
 class MessageDetail(MessageOut):
     exception_stacktrace: str
     body_base64: str
-    body_text: str | None = Field(description="the body when it is text (gzip decoded)")
+    body_text: str | None = Field(
+        description="the body when it is text (gzip decoded, at most 8 MiB of it)"
+    )
+    body_truncated: bool = Field(
+        description="body_text is cut: the inflated gzip body is larger than 8 MiB"
+    )
     properties: dict[str, Any] = Field(description=PROPERTIES_DOC)
     headers: dict[str, TypedValue] = Field(description="AMQP headers, each a TypedValue")
     x_death: list[XDeathOut] = Field(description="x-death entries, most recent first")
@@ -188,11 +193,22 @@ class MessageDetail(MessageOut):
 
     @staticmethod
     def resolve_body_text(obj) -> str | None:
-        return body_text(bytes(obj.body), obj.content_encoding)
+        return _readable_body(obj)[0]
+
+    @staticmethod
+    def resolve_body_truncated(obj) -> bool:
+        return _readable_body(obj)[1]
 
     @staticmethod
     def resolve_x_death(obj) -> list[dict]:
         return x_death_entries(obj.headers)
+
+
+def _readable_body(message) -> tuple[str | None, bool]:
+    """Inflated once per response, though two fields show it."""
+    if not hasattr(message, "_readable_body"):
+        message._readable_body = api_text(bytes(message.body), message.content_encoding)
+    return message._readable_body
 
 
 class MessagePage(Schema):

@@ -1,0 +1,101 @@
+"""What an operator does to one message from its page: edit, replay, discard, restore.
+
+Each is a POST form that calls the action of dlq/actions.py (which checks the status, audits
+and talks to the broker); its errors come back as form errors on the message page."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from dlq import actions, queries
+from dlq.actions import ActionError
+from dlq.api_base import request_id
+from dlq.forms_messages import EditForm, ReasonForm, ReplayForm
+from dlq.models import Message
+from dlq.ops_models import Outcome
+from dlq.roles import OPERATOR
+from dlq.views import role_view
+from dlq.views_messages import detail_context
+
+
+def _page_again(request, pk: int, status: int, **bound):
+    """The message page with the form that failed, its errors shown, and the failure's status."""
+    message = queries.detail(pk)
+    return render(request, "messages/detail.html", detail_context(request, message, **bound),
+                  status=status)  # fmt: skip
+
+
+def _act(request, pk: int, form, name: str, act):
+    """Run `act(reason)` when `form` is valid: then back to the page (a GET), else the page
+    again with the form's errors."""
+    status = 400
+    if form.is_valid():
+        try:
+            act(form.cleaned_data["reason"])
+        except ActionError as e:
+            form.add_action_error(e)
+            status = e.status
+        else:
+            return redirect("messages:detail", pk=pk)
+    return _page_again(request, pk, status, **{name: form})
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_edit(request, pk: int):
+    message = get_object_or_404(Message, pk=pk)
+    form = EditForm(message, request.POST)
+
+    def edit(reason):
+        actions.edit(pk, request.user, reason, request_id=request_id(request), **form.changes())
+        messages.success(request, "Message edited; the previous version is kept.")
+
+    return _act(request, pk, form, "edit_form", edit)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_replay(request, pk: int):
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReplayForm(request.POST)
+
+    def replay(reason):
+        result = actions.replay_one(pk, form.target_value(), request.user, reason,
+                                    request_id(request))  # fmt: skip
+        _tell_outcome(request, result)
+
+    return _act(request, pk, form, "replay_form", replay)
+
+
+def _tell_outcome(request, result: actions.ReplayResult) -> None:
+    if result.outcome == Outcome.CONFIRMED:
+        messages.success(request, "Replay outcome: confirmed. The broker routed the message.")
+        return
+    detail = f" ({result.detail})" if result.detail else ""
+    messages.error(request, f"Replay outcome: {result.outcome}{detail}. The message stays parked.")
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_discard(request, pk: int):
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReasonForm(request.POST, prefix="discard")
+
+    def discard(reason):
+        actions.discard(pk, request.user, reason, request_id(request))
+        messages.success(request, "Message discarded; it can be restored.")
+
+    return _act(request, pk, form, "discard_form", discard)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_restore(request, pk: int):
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReasonForm(request.POST, prefix="restore")
+
+    def restore(reason):
+        actions.restore(pk, request.user, reason, request_id(request))
+        messages.success(request, "Message restored: it is parked again.")
+
+    return _act(request, pk, form, "restore_form", restore)
