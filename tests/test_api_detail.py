@@ -15,8 +15,8 @@ LIST_FIELDS = {
     "content_encoding", "exception_type", "exception_message", "group", "replay_count",
 }  # fmt: skip
 DETAIL_FIELDS = LIST_FIELDS | {
-    "exception_stacktrace", "body_base64", "body_text", "properties", "headers", "x_death",
-    "history",
+    "exception_stacktrace", "body_base64", "body_text", "body_truncated", "properties",
+    "headers", "x_death", "history",
 }  # fmt: skip
 TYPED = {
     "tiny": {"type": "int8", "value": -5},
