@@ -1,0 +1,164 @@
+"""An operator's forms on the message page: edit (with its errors), replay to a real queue
+with the outcome shown, the route preview, and what the audit and the history keep."""
+
+import json
+
+import pytest
+from django.test import Client
+
+from dlq.models import Message, Status
+from dlq.ops_models import AuditEntry, MessageVersion
+from tests.factories import client_for, make_message, make_user
+from tests.topology import Topology, get
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator():
+    return client_for(make_user("operator"))
+
+
+@pytest.fixture
+def top(channel, cleanup_queues, unique):
+    return Topology(channel, cleanup_queues, unique)
+
+
+def post(client: Client, url: str, data: dict, follow: bool = False):
+    client.get("/messages/")
+    token = client.cookies["csrftoken"].value
+    return client.post(url, data, headers={"X-CSRFToken": token}, follow=follow)
+
+
+def text(response) -> str:
+    return response.content.decode()
+
+
+def edit_data(message: Message, **changes) -> dict:
+    """The edit form as the page fills it in, with `changes` (edit- prefixed names)."""
+    data = {
+        "edit-body": bytes(message.body).decode(),
+        "edit-body_format": "text",
+        "edit-headers": json.dumps(message.headers),
+        "edit-properties": json.dumps(message.properties),
+        "edit-reason": "fix the order",
+    }
+    return {**data, **{f"edit-{k}": v for k, v in changes.items()}}
+
+
+def test_it_edits_the_body_and_keeps_the_previous_version(operator):
+    message = make_message(body=b'{"order": 1}\n', content_type="application/json")
+    data = edit_data(message, body='{"order": 2}\r\n')  # a browser's line ends
+    response = post(operator, f"/messages/{message.pk}/edit/", data, follow=True)
+    assert response.status_code == 200
+    assert "Message edited" in text(response)
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"order": 2}\n'
+    assert MessageVersion.objects.get(message=message).body == b'{"order": 1}\n'
+    entry = AuditEntry.objects.get(action="edit")
+    assert entry.reason == "fix the order" and set(entry.diff) == {"body"}
+    page = text(operator.get(f"/messages/{message.pk}/"))
+    assert "-{&quot;order&quot;: 1}" in page and "+{&quot;order&quot;: 2}" in page
+
+
+def test_an_untouched_form_changes_nothing_and_says_so(operator):
+    message = make_message(body=b"line one\nline two", headers={"tenant": "acme"})
+    data = edit_data(message, body="line one\r\nline two")
+    response = post(operator, f"/messages/{message.pk}/edit/", data)
+    assert response.status_code == 400
+    assert "nothing to change" in text(response)
+    assert not MessageVersion.objects.exists()
+
+
+def test_it_edits_headers_and_properties_with_their_types(operator):
+    message = make_message(headers={"tenant": "acme"})
+    headers = {**message.headers, "retries": {"type": "int16", "value": 2}}
+    data = edit_data(message, headers=json.dumps(headers),
+                     properties=json.dumps({**message.properties, "priority": 4}))  # fmt: skip
+    assert post(operator, f"/messages/{message.pk}/edit/", data).status_code == 302
+    message.refresh_from_db()
+    assert message.headers["retries"] == {"type": "int16", "value": 2}
+    assert message.properties["priority"] == 4
+    history = text(operator.get(f"/messages/{message.pk}/"))
+    assert (
+        "headers: <code>retries</code>" in history
+        and "properties: <code>priority</code>" in history
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({"reason": " "}, "This field is required"),
+        ({"headers": "{not json"}, "is not valid JSON"),
+        ({"headers": '{"n": {"type": "int8", "value": 999}}'}, "headers.n"),
+        ({"headers": '{"n": {"type": {}}}'}, "headers.n"),
+        ({"properties": '{"priority": "high"}'}, "priority"),
+        ({"body": "%%%", "body_format": "base64"}, "not valid base64"),
+        ({"body": "not json"}, "content type is JSON but the body is not"),
+    ],
+)
+def test_bad_edits_are_form_errors(operator, changes, problem):
+    message = make_message(body=b"{}", content_type="application/json")
+    response = post(operator, f"/messages/{message.pk}/edit/", edit_data(message, **changes))
+    assert response.status_code == 400
+    assert problem in text(response)
+    message.refresh_from_db()
+    assert bytes(message.body) == b"{}" and not MessageVersion.objects.exists()
+
+
+def test_an_edit_of_a_discarded_message_is_a_409(operator):
+    message = make_message()
+    Message.objects.filter(pk=message.pk).update(status=Status.DISCARDED)
+    response = post(operator, f"/messages/{message.pk}/edit/", edit_data(message, body="x"))
+    assert response.status_code == 409 and "only parked messages can be edited" in text(response)
+
+
+def test_it_replays_to_a_real_queue_and_shows_the_outcome(channel, top, operator):
+    work = top.queue("work")
+    message = make_message(queue=top.name("dlq"), died_in=work, exchange="", routing_key=work,
+                           body=b"replay me")  # fmt: skip
+    data = {"replay-target": "original", "replay-reason": "consumer fixed"}
+    response = post(operator, f"/messages/{message.pk}/replay/", data, follow=True)
+    assert "Replay outcome: confirmed" in text(response)
+    assert get(channel, work)[2] == b"replay me"
+    message.refresh_from_db()
+    assert message.status == Status.REPLAYED
+    assert '<span class="badge outcome-confirmed">confirmed</span>' in text(response)
+
+
+def test_an_unroutable_replay_says_so_and_stays_parked(top, operator):
+    lonely = top.exchange("lonely")
+    message = make_message(queue=top.name("dlq"))
+    data = {"replay-target": "custom", "replay-exchange": lonely,
+            "replay-routing_key": "nobody", "replay-reason": "try"}  # fmt: skip
+    response = post(operator, f"/messages/{message.pk}/replay/", data, follow=True)
+    assert "Replay outcome: unroutable" in text(response)
+    assert "The message stays parked" in text(response)
+    message.refresh_from_db()
+    assert message.status == Status.PARKED
+
+
+def test_a_replay_to_an_unknown_destination_is_a_form_error(operator):
+    message = make_message(headers={"x-death": {"type": "void", "value": None}})
+    Message.objects.filter(pk=message.pk).update(original_exchange=None, failed_queue="")
+    data = {"replay-target": "failed_queue", "replay-reason": "try"}
+    response = post(operator, f"/messages/{message.pk}/replay/", data)
+    assert response.status_code == 400
+    assert "the failed queue is unknown" in text(response)
+
+
+def test_the_route_preview_names_the_queues_and_warns_of_fan_out(top, operator):
+    fan = top.exchange("fan", "fanout")
+    for suffix in ("a", "b"):
+        top.ch.queue_bind(top.queue(suffix), fan)
+    message = make_message(queue=top.name("dlq"))
+    url = f"/messages/{message.pk}/route/?replay-target=custom&replay-exchange={fan}"
+    preview = text(operator.get(url + "&replay-routing_key=x"))
+    assert f"<code>{top.name('a')}</code>, <code>{top.name('b')}</code>" in preview
+    assert "2 queues would each get a copy" in preview
+    lost = f"replay-target=custom&replay-exchange=&replay-routing_key={top.name('none')}"
+    nowhere = text(operator.get(f"/messages/{message.pk}/route/?{lost}"))
+    assert "unroutable" in nowhere
+    bad = operator.get(f"/messages/{message.pk}/route/?replay-target=elsewhere")
+    assert bad.status_code == 400 and "target:" in text(bad)
