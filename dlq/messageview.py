@@ -1,12 +1,16 @@
 """What the message page shows beside the body: typed header and property rows, and the
 history with each edit's diff. Plain data for the templates, which escape all of it."""
 
+import difflib
 import json
 from dataclasses import dataclass
 
+from dlq.actions import DIFF_TEXT_LIMIT
 from dlq.ops_models import AuditEntry
 
 PREVIEW_CHARS = 4000  # a forged header can be huge: the page shows its start
+# The wire types of the basic properties (AMQP 0-9-1), which the stored JSON leaves implicit.
+PROPERTY_TYPES = {"delivery_mode": "octet", "priority": "octet", "timestamp": "timestamp"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ def property_rows(properties: dict) -> list[FieldRow]:
         if isinstance(value, dict) and "base64" in value:
             rows.append(FieldRow(name, "shortstr (bytes)", f"base64:{value['base64']}"))
         else:
-            rows.append(FieldRow(name, type(value).__name__, str(value)))
+            rows.append(FieldRow(name, PROPERTY_TYPES.get(name, "shortstr"), str(value)))
     return rows
 
 
@@ -70,7 +74,7 @@ def edit_diff(diff: dict) -> dict:
     not text), and one row per changed property or header with its before and after."""
     body = diff.get("body") or {}
     return {
-        "body_unified": body.get("unified"),
+        "body_unified": _unified(body),
         "body_sizes": (body.get("before_size"), body.get("after_size"))
         if "before_size" in body
         else None,
@@ -81,6 +85,17 @@ def edit_diff(diff: dict) -> dict:
             for name, change in (diff.get(section) or {}).items()
         ],
     }  # fmt: skip
+
+
+def _unified(body: dict) -> str | None:
+    """The body's diff one change per line (the stored one runs lines together when a body
+    does not end with a newline)."""
+    texts = (body.get("before"), body.get("after"))
+    if not all(isinstance(t, str) and len(t) < DIFF_TEXT_LIMIT for t in texts):
+        return body.get("unified")  # binary, or cut: only the stored diff covers it all
+    lines = difflib.unified_diff(body["before"].splitlines(), body["after"].splitlines(),
+                                 "before", "after", lineterm="")  # fmt: skip
+    return "\n".join(lines)
 
 
 def _maybe(value) -> str:

@@ -140,7 +140,7 @@ def test_it_shows_headers_with_their_amqp_types(viewer):
             f'<th scope="row"><code>{name}</code></th><td>{kind}</td>'
             f'<td><pre class="value">{value}</pre></td>'
         ) in page
-    assert '<th scope="row"><code>priority</code></th><td>int</td>' in page
+    assert '<th scope="row"><code>priority</code></th><td>octet</td>' in page
 
 
 def test_it_shows_the_x_death_timeline_and_the_exception(viewer):

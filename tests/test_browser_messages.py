@@ -1,0 +1,143 @@
+"""The messages pages in a real browser (Debian's headless Chromium) against a live server:
+filter and search without a reload, open a message, edit and replay it to a real queue,
+discard and restore, a viewer's read-only page, and an XSS payload that stays text."""
+
+import re
+
+import pytest
+
+from dlq.models import Message, Status
+from tests.browser import log_in, screenshot
+from tests.factories import make_message, make_messages, make_user
+from tests.topology import Topology, get
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PASSWORD = "a-long-browser-password"
+XSS = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def top(channel, cleanup_queues, unique):
+    return Topology(channel, cleanup_queues, unique)
+
+
+def operator_page(page, live_server):
+    user = make_user("operator", password=PASSWORD)
+    log_in(page, live_server, user.username, PASSWORD)
+    return page
+
+
+def rows(page) -> list[str]:
+    return page.locator("table.msg-table tbody tr").all_inner_texts()
+
+
+def test_an_operator_filters_searches_edits_and_replays(page, live_server, channel, top):
+    work = top.queue("work")
+    parking = top.name("dlq")
+    make_messages(3, queue=top.name("other"), body=b'{"noise": true}')
+    target = make_message(queue=parking, died_in=work, exchange="", routing_key=work,
+                          body=b'{"sku": "ZEBRA-42"}', content_type="application/json")  # fmt: skip
+    operator_page(page, live_server)
+
+    page.get_by_role("link", name="Messages", exact=True).click()
+    page.locator("table.msg-table").wait_for()
+    assert len(rows(page)) == 4
+    screenshot(page, "messages-list")
+    page.evaluate("window.stillTheSamePage = true")  # gone after a full page load
+
+    page.get_by_label("Queue").fill(parking)
+    page.get_by_label("Queue").dispatch_event("change")
+    page.wait_for_url(re.compile(rf"queue={re.escape(parking)}"))
+    page.wait_for_function("document.querySelectorAll('table.msg-table tbody tr').length === 1")
+    page.get_by_label("Search body and headers").fill("ZEBRA")
+    page.wait_for_url(re.compile(r"q=ZEBRA"))
+    assert len(rows(page)) == 1 and str(target.pk) in rows(page)[0]
+    page.get_by_label("Received after").fill("yesterday")
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("alert").filter(has_text="received_after: must be an ISO 8601").wait_for()
+    assert page.evaluate("window.stillTheSamePage") is True
+    page.get_by_label("Received after").fill("")
+    page.get_by_role("button", name="Filter").click()
+    page.locator("table.msg-table").wait_for()
+
+    page.get_by_role("link", name=str(target.pk), exact=True).click()
+    page.get_by_role("heading", name=f"Message {target.pk}").wait_for()
+    assert "ZEBRA-42" in page.locator("#body").inner_text()
+    screenshot(page, "message-detail")
+
+    page.locator("summary", has_text="Edit").click()
+    edit = page.locator("#edit-form")
+    edit.locator("#id_edit-body").fill('{"sku": "ZEBRA-43"}')
+    edit.get_by_label("Reason").fill("wrong sku")
+    edit.get_by_role("button", name="Save edit").click()
+    page.get_by_text("Message edited; the previous version is kept.").wait_for()
+    assert "ZEBRA-43" in page.locator("#body").inner_text()
+
+    page.locator("summary", has_text="Replay").click()
+    replay = page.locator("#replay-form")
+    replay.locator("#route-preview").filter(has_text=work).wait_for()
+    replay.get_by_label("Reason").fill("consumer fixed")
+    replay.get_by_role("button", name="Replay").click()
+    page.get_by_text("Replay outcome: confirmed").wait_for()
+    assert page.locator("#status").inner_text() == "replayed"
+    screenshot(page, "message-replayed")
+    assert get(channel, work)[2] == b'{"sku": "ZEBRA-43"}'
+
+
+def test_an_operator_discards_and_restores(page, live_server):
+    message = make_message()
+    operator_page(page, live_server)
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+
+    page.locator("summary", has_text="Discard").click()
+    page.locator("#discard-form").get_by_label("Reason").fill("poison")
+    page.locator("#discard-form").get_by_role("button", name="Discard").click()
+    page.get_by_text("Message discarded; it can be restored.").wait_for()
+    assert page.locator("#status").inner_text() == "discarded"
+
+    page.locator("summary", has_text="Restore").click()
+    page.locator("#restore-form").get_by_label("Reason").fill("it was fine")
+    page.locator("#restore-form").get_by_role("button", name="Restore").click()
+    page.get_by_text("Message restored: it is parked again.").wait_for()
+    assert Message.objects.get(pk=message.pk).status == Status.PARKED
+    history = page.locator("ol.history").inner_text()
+    assert "discarded by operator-" in history and "restored by operator-" in history
+
+
+def test_a_viewer_sees_no_action_and_no_selection(page, live_server):
+    message = make_message()
+    viewer = make_user("viewer", password=PASSWORD)
+    log_in(page, live_server, viewer.username, PASSWORD)
+
+    page.goto(f"{live_server.url}/messages/")
+    page.locator("table.msg-table").wait_for()
+    assert page.get_by_role("checkbox").count() == 0
+    assert page.get_by_role("button", name=re.compile("Replay|Discard")).count() == 0
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+    page.get_by_role("heading", name=f"Message {message.pk}").wait_for()
+    assert page.locator("form[method=post]").filter(has=page.locator("textarea")).count() == 0
+    assert page.get_by_role("button", name=re.compile("Replay|Discard|Save|Restore")).count() == 0
+    assert page.get_by_role("link", name="Download the raw bytes").count() == 1
+    screenshot(page, "message-detail-viewer")
+
+
+def test_an_xss_payload_in_body_and_headers_stays_text(page, live_server):
+    message = make_message(body=XSS.encode(), headers={XSS: XSS}, correlation_id=XSS[:60])
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    operator_page(page, live_server)
+
+    page.goto(f"{live_server.url}/messages/?q=script")
+    page.locator("table.msg-table").wait_for()
+    title = page.title()
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+    page.get_by_role("heading", name=f"Message {message.pk}").wait_for()
+    assert XSS in page.locator("#body").inner_text()
+    assert XSS in page.locator("table.fields").nth(1).inner_text()
+    assert page.locator("img[src=x]").count() == 0
+    assert page.locator("main script").count() == 1  # only messages.js
+    assert dialogs == []
+    assert (
+        page.title() == f"Message {message.pk} · DLQ Console" and title == "Messages · DLQ Console"
+    )
