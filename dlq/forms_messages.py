@@ -14,6 +14,7 @@ from dlq.schemas_ops import PropertiesIn, checked_headers
 
 FILTER_NAMES = list(MessageFilter.model_fields)
 PAGE_SIZE = 50
+EDIT_BODY_LIMIT = bodyview.PAGE_LIMIT
 
 
 def parse_list_query(params) -> tuple[dict, str | None, dict[str, list[str]]]:
@@ -84,6 +85,7 @@ class EditForm(ActionForm):
     operator changed is sent to the edit, so an untouched field is never rewritten."""
 
     prefix = "edit"
+    body_too_large = False
     BODY_FORMATS = [("text", "Text (UTF-8)"), ("base64", "Base64 (raw bytes)")]
     FIELD_OF = {"body_text": "body", "body_base64": "body"}
 
@@ -98,10 +100,13 @@ class EditForm(ActionForm):
     def __init__(self, message, *args, **kwargs):
         self.message = message
         super().__init__(*args, initial=self.initial_for(message), **kwargs)
+        if message.size > EDIT_BODY_LIMIT:  # the page would carry it whole: edit it by the API
+            del self.fields["body"], self.fields["body_format"]
+            self.body_too_large = True
 
     @staticmethod
     def initial_for(message) -> dict:
-        body = bytes(message.body)
+        body = bytes(message.body)[: EDIT_BODY_LIMIT + 1]
         text = None if message.content_encoding else bodyview.as_text(body, False)
         return {
             "body": text if text is not None else base64.b64encode(body).decode(),
@@ -147,7 +152,8 @@ class EditForm(ActionForm):
         """Keyword arguments for actions.edit: only the fields that differ from the message."""
         data, initial = self.cleaned_data, self.initial_for(self.message)
         changes = {}
-        if (data["body"], data["body_format"]) != (initial["body"], initial["body_format"]):
+        body = (data.get("body"), data.get("body_format"))
+        if not self.body_too_large and body != (initial["body"], initial["body_format"]):
             key = "body_text" if data["body_format"] == "text" else "body_base64"
             changes[key] = data["body"]
         if data["headers"] != self.message.headers:

@@ -5,6 +5,7 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
 
 from dlq import amqp, bodyview, deaths, messageview, queries, replay, routes
 from dlq.forms_messages import (
@@ -41,8 +42,12 @@ def message_list(request):
         "statuses": Status.values,
         "queues": DrainedQueue.objects.order_by("name").values_list("name", flat=True),
     }
-    template = "messages/list.html#results" if request.htmx else "messages/list.html"
-    return render(request, template, context, status=400 if errors else 200)
+    # Going back to a page htmx no longer has in its cache needs the whole page.
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "messages/list.html#results" if partial else "messages/list.html"
+    response = render(request, template, context, status=400 if errors else 200)
+    patch_vary_headers(response, ["HX-Request"])  # one URL, two bodies: caches must tell them apart
+    return response
 
 
 @role_view(VIEWER)

@@ -5,7 +5,9 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from dlq.models import Message, Status
 from tests.factories import client_for, make_message, make_messages, make_user
@@ -190,7 +192,10 @@ def test_the_count_is_only_made_when_asked_and_is_capped(viewer, monkeypatch):
     assert "<strong>3</strong> messages match" in text(
         viewer.get("/messages/count/?queue=counted.dlq")
     )
-    assert "<strong>1</strong> message matches" not in text(viewer.get("/messages/count/"))
+    make_messages(1, queue="single.dlq")
+    assert "<strong>1</strong> message matches" in text(
+        viewer.get("/messages/count/?queue=single.dlq")
+    )
     monkeypatch.setattr("dlq.views_messages.COUNT_CAP", 2)
     assert "<strong>2+</strong> messages match" in text(
         viewer.get("/messages/count/?queue=counted.dlq")
@@ -229,3 +234,18 @@ def test_the_list_shows_message_rows(viewer):
     page = text(viewer.get("/messages/"))
     assert f'<a href="/messages/{message.pk}/">{message.pk}</a>' in page
     assert Message.objects.count() == 1
+
+
+def test_going_back_to_an_uncached_page_gets_the_whole_page(viewer):
+    make_message()
+    headers = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    response = viewer.get("/messages/?queue=orders.dlq", headers=headers)
+    assert "<html" in text(response)
+    assert "HX-Request" in response["Vary"]
+
+
+def test_the_list_never_counts_the_table(viewer):
+    make_messages(3)
+    with CaptureQueriesContext(connection) as queries:
+        assert viewer.get("/messages/?reason=rejected").status_code == 200
+    assert not [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]

@@ -162,3 +162,19 @@ def test_the_route_preview_names_the_queues_and_warns_of_fan_out(top, operator):
     assert "unroutable" in nowhere
     bad = operator.get(f"/messages/{message.pk}/route/?replay-target=elsewhere")
     assert bad.status_code == 400 and "target:" in text(bad)
+
+
+def test_a_body_too_large_for_the_page_is_not_in_the_edit_form(operator):
+    body = b"x" * (300 * 1024)
+    message = make_message(body=body, headers={"tenant": "acme"})
+    page = text(operator.get(f"/messages/{message.pk}/"))
+    assert "The body is too large to edit here" in page
+    assert len(page) < len(body)
+    data = edit_data(
+        message,
+        headers=json.dumps({**message.headers, "tenant": {"type": "longstr", "value": "beta"}}),
+    )
+    del data["edit-body"], data["edit-body_format"]
+    assert post(operator, f"/messages/{message.pk}/edit/", data).status_code == 302
+    message.refresh_from_db()
+    assert bytes(message.body) == body and message.headers["tenant"]["value"] == "beta"
