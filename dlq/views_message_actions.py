@@ -4,6 +4,7 @@ Each is a POST form that calls the action of dlq/actions.py (which checks the st
 and talks to the broker); its errors come back as form errors on the message page."""
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -21,6 +22,8 @@ from dlq.views_messages import detail_context
 def _page_again(request, pk: int, status: int, **bound):
     """The message page with the form that failed, its errors shown, and the failure's status."""
     message = queries.detail(pk)
+    if message is None:  # deleted by retention meanwhile
+        raise Http404(f"no message {pk}")
     return render(request, "messages/detail.html", detail_context(request, message, **bound),
                   status=status)  # fmt: skip
 
