@@ -43,8 +43,12 @@ def test_an_operator_filters_searches_edits_and_replays(page, live_server, chann
     page.get_by_role("link", name="Messages", exact=True).click()
     page.locator("table.msg-table").wait_for()
     assert len(rows(page)) == 4
-    screenshot(page, "messages-list")
     page.evaluate("window.stillTheSamePage = true")  # gone after a full page load
+    page.get_by_role("button", name="count them").click()
+    page.locator("#match-count").filter(has_text="4 messages match").wait_for()
+    page.get_by_label("Select all messages on this page").check()
+    assert page.locator("input.row-select:checked").count() == 4
+    screenshot(page, "messages-list")
 
     page.get_by_label("Queue").fill(parking)
     page.get_by_label("Queue").dispatch_event("change")
