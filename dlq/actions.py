@@ -22,6 +22,9 @@ from dlq.models import Message, Status
 from dlq.ops_models import AuditAction, MessageVersion, Outcome, Replay
 
 DIFF_TEXT_LIMIT = 64 * 1024
+# What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
+# gigabytes must not be inflated whole just to be compared.
+DIFF_READ_LIMIT = 1024 * 1024
 
 
 class ActionError(Exception):
@@ -281,7 +284,8 @@ def _check_body(body: bytes, properties: dict) -> None:
 
 
 def _body_diff(old: bytes, new: bytes, encoding: str) -> dict:
-    old_text, new_text = body_text(old, encoding), body_text(new, encoding)
+    old_text = body_text(old, encoding, DIFF_READ_LIMIT)
+    new_text = body_text(new, encoding, DIFF_READ_LIMIT)
     if old_text is None or new_text is None:
         return {"before_base64": base64.b64encode(old[:DIFF_TEXT_LIMIT]).decode(),
                 "after_base64": base64.b64encode(new[:DIFF_TEXT_LIMIT]).decode(),
@@ -290,7 +294,8 @@ def _body_diff(old: bytes, new: bytes, encoding: str) -> dict:
         old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), "before", "after"
     )
     return {"before": old_text[:DIFF_TEXT_LIMIT], "after": new_text[:DIFF_TEXT_LIMIT],
-            "unified": "".join(unified)[:DIFF_TEXT_LIMIT]}  # fmt: skip
+            "unified": "".join(unified)[:DIFF_TEXT_LIMIT],
+            "before_size": len(old), "after_size": len(new)}  # fmt: skip
 
 
 def _map_diff(old: dict, new: dict) -> dict:

@@ -16,11 +16,14 @@ writes of a claim and of a settle are one statement each (set-based, over arrays
 heartbeat thread keeps the job's heartbeat fresh while the worker lives, so only a dead
 worker's job is taken over (after DLQ_JOB_STALE_SECONDS).
 
-A worker killed between 1 and 3 leaves items `publishing` (at most two batches: the one being
-published and the one claimed next). The next run publishes those again with the same replay
-id, because the broker may or may not have received them: the batch that was being published
-(at most BATCH messages, with DLQ_REPLAY_WINDOW of them unconfirmed at any moment) is the only
-possible duplicate. A broker connection lost mid-batch is the same: what the broker answered
+A worker killed between 1 and 3 leaves items `publishing`: at most three batches, the one
+being settled (all confirmed, the settle not yet committed), the one being published and the
+one claimed next. The next run publishes those again with the same replay id, because the
+broker may or may not have received them: the first two (at most 2 x BATCH messages, or two
+seconds' worth at a job's rate limit) are the only possible duplicates; the third was never
+sent. Settling batch k-1 while batch k is published is what costs that second batch of
+possible duplicates, and it is what lets the database and the broker work at once.
+A broker connection lost mid-batch is the same: what the broker answered
 is settled, the rest stays `publishing` and the job is resumed later. Nothing is marked
 `replayed` without a confirm, and nothing whose confirm was recorded is published again.
 """

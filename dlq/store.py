@@ -90,21 +90,28 @@ def _match_redeliveries(cursor, batch_id: str, drainer: str, rows: list[dict]) -
     marks = ", ".join(["%s"] * len(prints))
     lock = " FOR UPDATE OF m SKIP LOCKED" if connection.vendor == "postgresql" else ""
     cursor.execute(
-        f"SELECT m.id, m.fingerprint FROM {_TABLE} m JOIN {PendingBatch._meta.db_table} p"
+        f"SELECT m.id, m.fingerprint, p.id FROM {_TABLE} m JOIN {PendingBatch._meta.db_table} p"
         f" ON m.drain_batch = p.id WHERE m.fingerprint IN ({marks}) AND p.drainer <> %s"
         f" ORDER BY m.id{lock}",
         [*prints, drainer],
     )
-    stored: dict[str, list[int]] = {}
-    for pk, fp in cursor.fetchall():
-        stored.setdefault(fp, []).append(pk)
-    matched, taken = set(), []
+    stored: dict[str, list[tuple[int, str]]] = {}
+    for pk, fp, pending in cursor.fetchall():
+        stored.setdefault(fp, []).append((pk, pending))
+    matched, taken, sources = set(), [], set()
     for i in wanted:
-        ids = stored.get(rows[i]["fingerprint"])
-        if ids:
-            taken.append(ids.pop(0))
+        found = stored.get(rows[i]["fingerprint"])
+        if found:
+            pk, pending = found.pop(0)
+            taken.append(pk)
+            sources.add(pending)
             matched.add(i)
     if taken:
+        # Rare (a crash or a lost connection) and decisive: say which batches vouched.
+        log.info(
+            "redeliveries recognised as stored",
+            extra={"batch": batch_id, "messages": len(taken), "pending": ",".join(sorted(sources))},
+        )
         # The stored rows now belong to this batch: if its ack is lost too, they match again.
         marks = ", ".join(["%s"] * len(taken))
         cursor.execute(

@@ -294,12 +294,14 @@ class DrainProcess:
 
     def cleanup(self) -> None:
         if self.alive():
+            os.kill(self.pid, signal.SIGUSR1)  # its threads' stacks, for a failed test's log
+            time.sleep(0.5)
             os.kill(self.pid, signal.SIGKILL)
             self.proc.wait(10)
         self._log.close()
         self.log_text = self.log()
         # Shown by pytest only when the test fails.
-        tail = self.log_text.splitlines()[-40:]
+        tail = self.log_text.splitlines()[-80:]
         print(f"--- drainer pid {self.pid} ({self.proc.returncode}), last log lines ---")
         print("\n".join(tail))
         if not os.environ.get("DLQ_TEST_KEEP_LOGS"):

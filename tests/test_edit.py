@@ -3,6 +3,8 @@ and a replay afterwards sends exactly the edited bytes."""
 
 import base64
 import json
+import tracemalloc
+import zlib
 
 import pytest
 
@@ -220,3 +222,26 @@ def test_it_requires_a_reason_to_edit():
             actions.edit(m.pk, "carol", reason, body_text='{"order": 2}')
         assert list(refused.value.errors) == ["reason"]
     _unchanged(m)
+
+
+def _gzip_bomb(inflated_mib: int) -> bytes:
+    pack = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+    chunk = b"\0" * (1024 * 1024)
+    return b"".join([*(pack.compress(chunk) for _ in range(inflated_mib)), pack.flush()])
+
+
+def test_editing_a_gzip_bomb_reads_a_bounded_part_of_it_for_the_diff():
+    bomb = _gzip_bomb(512)
+    m = make_message(body=bomb, content_encoding="gzip")
+
+    tracemalloc.start()
+    try:
+        actions.edit(m.pk, "carol", "defuse", body_base64=base64.b64encode(b"{}").decode())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 64 * 1024 * 1024, f"{peak / 2**20:.0f} MiB to diff a {len(bomb)} byte body"
+    diff = AuditEntry.objects.get(action="edit").diff["body"]
+    assert (diff["before_size"], diff["after_size"]) == (len(bomb), 2)
+    assert bytes(MessageVersion.objects.get(message=m).body) == bomb

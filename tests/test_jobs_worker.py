@@ -114,7 +114,8 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, u
         assert replayed.count() == killed.done
         assert not replayed.exclude(replays__outcome="confirmed").exists()
         in_flight = JobItem.objects.filter(job=job, state=ItemState.PUBLISHING).count()
-        assert in_flight <= 2 * jobs._batch_size(job)  # the batch published and the next one
+        # The batch being settled, the one being published and the one claimed next.
+        assert in_flight <= 3 * jobs._batch_size(job)
 
         second = Worker(celery_queue)
         deadline = time.monotonic() + 90
@@ -129,6 +130,7 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, u
 
     done = _job(job.pk)
     assert (done.done, done.failed, done.outcomes) == (total, 0, {"confirmed": total})
-    duplicates = check_replayed(channel, work, ids, max_duplicates=jobs._batch_size(job))
+    # Only the batch being settled and the one being published can arrive twice (jobs.py).
+    duplicates = check_replayed(channel, work, ids, max_duplicates=2 * jobs._batch_size(job))
     print(f"killed after {killed.done} settled, {in_flight} in flight: "
           f"{total + duplicates} arrivals for {total} confirmed")  # fmt: skip

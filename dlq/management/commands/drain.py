@@ -1,3 +1,4 @@
+import faulthandler
 import signal
 
 from django.core.management.base import BaseCommand
@@ -19,6 +20,9 @@ class Command(BaseCommand):
         drainer = Drainer(patterns=patterns, once=once)
         signal.signal(signal.SIGTERM, drainer.stop)
         signal.signal(signal.SIGINT, drainer.stop)
+        # `kill -USR1 PID` prints every thread's stack to stderr: a stuck drainer explains
+        # itself without being stopped.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         code = drainer.run()
         if code:
             raise SystemExit(code)
