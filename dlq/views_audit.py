@@ -26,11 +26,22 @@ def diff_rows(diff: dict | None) -> list[dict]:
     return rows
 
 
+def _detail(entry) -> str:
+    """What a replay or job did (target, totals, filter), as indented JSON text."""
+    if not entry.detail:
+        return ""
+    try:
+        return _pretty(json.loads(entry.detail))
+    except ValueError:
+        return entry.detail
+
+
 def _row(entry) -> dict:
     diff = entry.diff
     body = (diff or {}).get("body") or {}
     body_diff = body.get("unified") or ("(binary body changed)" if body else "")
-    return {"entry": entry, "changes": diff_rows(diff), "body_diff": body_diff}
+    return {"entry": entry, "changes": diff_rows(diff), "body_diff": body_diff,
+            "detail": _detail(entry)}  # fmt: skip
 
 
 @role_view(VIEWER)

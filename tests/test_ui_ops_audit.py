@@ -29,7 +29,7 @@ def trail():
     actions.discard(first.pk, "alice", "duplicate order")
     actions.discard(second.pk, "alice", '=HYPERLINK("http://evil")')
     actions.restore(first.pk, "bob", "was not a duplicate")
-    audit.record("carol", "job_create", "bulk", job_id=77)
+    audit.record("carol", "job_create", "bulk", job_id=77, detail={"filter": {"queue": "<q>"}})
     return first, second
 
 
@@ -61,6 +61,7 @@ def test_it_lists_newest_first_and_filters(viewer, trail):
     assert shown(viewer.get(f"/audit/?after={later}")) == []
     assert len(shown(viewer.get(f"/audit/?before={later}"))) == 4
     assert f'href="/messages/{second.pk}/"' in text and 'href="/jobs/77/"' in text
+    assert "&quot;queue&quot;: &quot;&lt;q&gt;&quot;" in text  # the job's detail, escaped
 
 
 @pytest.mark.parametrize(
