@@ -101,7 +101,7 @@ def bulk_review(request):
     target_form = TargetForm(request.GET)
     replaying = selection.action == "replay"
     target = target_form.value() if replaying and target_form.is_valid() else None
-    confirm = ConfirmForm(request.POST or None)
+    confirm = ConfirmForm(request.POST if request.method == "POST" else None)
     review = _review(selection, target)
     if request.method == "POST":
         job = _create(request, selection, target_form, confirm, review["count"])

@@ -122,3 +122,28 @@ def test_the_jobs_list_puts_running_jobs_first_and_pages(viewer):
     assert running_at < text.index(f"Job {running.pk}<") < finished_at
     assert text.index(f"Job {finished[1].pk}<") < text.index(f"Job {finished[0].pk}<")
     assert viewer.get("/jobs/?cursor=nonsense").status_code == 400
+
+
+def test_the_progress_fragment_polls_until_the_job_ends(viewer):
+    job = a_job([m.pk for m in make_messages(4)])
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, done=1, failed=1)
+
+    fragment = body(viewer.get(f"/jobs/{job.pk}/", headers={"HX-Request": "true"}))
+
+    assert fragment.lstrip().startswith('<section id="progress"') and "<html" not in fragment
+    assert f'hx-get="/jobs/{job.pk}/"' in fragment and 'hx-trigger="every 1500ms"' in fragment
+    assert '<progress id="job-progress" max="4" value="2"' in fragment
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.DONE, done=3)
+    finished = body(viewer.get(f"/jobs/{job.pk}/", headers={"HX-Request": "true"}))
+    assert "hx-get" not in finished and "hx-trigger" not in finished  # polling stops
+    assert "4 of 4 settled (3 done, 1 failed)" in finished
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [("/groups/", "Groups"), ("/jobs/", "Jobs"), ("/audit/", "Audit"), ("/", "Overview")],
+)
+def test_the_menu_marks_the_current_page(viewer, url, link):
+    text = body(viewer.get(url))
+    current = re.findall(r'<a href="[^"]*" aria-current="page">([^<]+)</a>', text)
+    assert current == [link]
