@@ -53,22 +53,32 @@ def _selected(selection: Selection):
     return qs.filter(status=Status.PARKED)
 
 
-def _route_of(message: Message, target, overrides) -> dict:
+def _route_of(message: Message, target, overrides, unreachable: dict) -> dict:
+    """The message's route preview; once the management API has failed to answer, the
+    others say so without asking again (ten timeouts would stall the page)."""
     try:
         route = replay.resolve(message, target, overrides)
     except replay.ReplayError as e:
         return {"error": str(e)}
+    if unreachable:
+        return {"exchange": route.exchange, "routing_key": route.routing_key, "queues": None,
+                "warning": unreachable["warning"]}  # fmt: skip
     headers = {key: amqp.plain(value) for key, value in message.headers.items()}
-    return routes.preview(message.vhost, route, headers)
+    preview = routes.preview(message.vhost, route, headers)
+    if preview["queues"] is None:
+        unreachable["warning"] = preview["warning"]
+    return preview
 
 
 def _review(selection: Selection, target) -> dict:
     """Count, sample and (for a replay to a valid target) each sample's route now."""
     selected = _selected(selection)
     sample = list(selected[:SAMPLE])
-    overrides = replay.load_overrides()
+    overrides, unreachable = replay.load_overrides(), {}
     for message in sample:
-        message.route = None if target is None else _route_of(message, target, overrides)
+        message.route = (
+            None if target is None else _route_of(message, target, overrides, unreachable)
+        )
     fan_out = any(len((m.route or {}).get("queues") or ()) > 1 for m in sample)
     context = {"count": selected.count(), "sample": sample, "fan_out": fan_out}
     if selection.ids is not None:

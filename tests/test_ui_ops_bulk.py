@@ -179,3 +179,17 @@ def test_a_confirmed_replay_keeps_the_reviewed_target_and_rate(
     assert (job.target, job.rate_per_s, job.total) == (
         {"exchange": "", "routing_key": "some.queue"}, 5, 2,
     )  # fmt: skip
+
+
+def test_it_reviews_without_the_management_api(operator, settings):
+    settings.DLQ_MANAGEMENT_URL = "http://guest:guest@127.0.0.1:9"  # nothing listens there
+    make_messages(5, queue="orders.dlq")
+
+    response = operator.get(review_url("replay", all=1, queue="orders.dlq"))
+
+    assert response.status_code == 200
+    text = body(response)
+    assert "<strong>5</strong> parked messages will be replayed" in text
+    assert text.count("→ unknown") == 5
+    assert text.count("route unknown: management API unreachable") == 5
+    assert "Replay 5 messages" in text
