@@ -1,4 +1,4 @@
-"""Template helpers of the ops pages."""
+"""Times on every page: one <time> element, UTC in the markup, local in the browser."""
 
 from datetime import UTC
 
