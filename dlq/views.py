@@ -1,12 +1,14 @@
 """Web pages shared by the whole console: the access helper, the layout's context, the
 overview. Pages of one concept live in their own module (views_alerts.py)."""
 
+from datetime import timedelta
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.utils import timezone
 
-from dlq import queries
+from dlq import charts, ops_queries, queries
 from dlq.roles import ADMIN, OPERATOR, VIEWER, has_role, require_role, role_of
 
 
@@ -36,6 +38,23 @@ def console_context(request) -> dict:
     }
 
 
+def _queues_with_arrivals(now) -> list[dict]:
+    arrivals = ops_queries.arrivals_by_queue(now)
+    queues = queries.queue_overview()
+    for queue in queues:
+        queue["arrivals"] = arrivals.get((queue["vhost"], queue["name"]), {"hour": 0, "day": 0})
+    return queues
+
+
 @role_view(VIEWER)
 def overview(request):
-    return render(request, "overview.html", {"queues": queries.queue_overview()})
+    now = timezone.now()
+    buckets, series = ops_queries.hourly_arrivals(now)
+    context = {
+        "queues": _queues_with_arrivals(now),
+        "chart": charts.arrivals_chart(buckets, series),
+        "groups": ops_queries.failure_groups(now - timedelta(days=1), limit=5),
+        "jobs": ops_queries.active_jobs(),
+        "audit": ops_queries.recent_audit(),
+    }
+    return render(request, "overview.html", context)

@@ -1,0 +1,83 @@
+"""Server-side SVG charts: no JavaScript, no library. Every label goes through format_html,
+so a queue named like markup is shown as text."""
+
+from datetime import datetime
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH, HEIGHT = 720, 220
+LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
+COLOURS = ("#1f5fbf", "#b3261e", "#1d7a3a", "#8a5a00", "#6a3fb5", "#0f7c86", "#c2185b",
+           "#4e5b6e")  # fmt: skip
+MAX_SERIES = len(COLOURS)
+
+
+def _top_series(series: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
+    ranked = sorted(series.items(), key=lambda item: (-sum(item[1]), item[0]))
+    return ranked[:MAX_SERIES]
+
+
+def _points(counts: list[int], peak: int) -> str:
+    step = (WIDTH - LEFT - RIGHT) / max(1, len(counts) - 1)
+    span = HEIGHT - TOP - BOTTOM
+    return " ".join(
+        f"{LEFT + i * step:.1f},{TOP + span - span * n / peak:.1f}" for i, n in enumerate(counts)
+    )
+
+
+def _axes(buckets: list[datetime], peak: int) -> SafeString:
+    base, step = HEIGHT - BOTTOM, (WIDTH - LEFT - RIGHT) / max(1, len(buckets) - 1)
+    ticks = format_html_join(
+        "",
+        '<text x="{}" y="{}" text-anchor="middle" class="tick">{}</text>',
+        ((f"{LEFT + i * step:.1f}", HEIGHT - 8, f"{b:%H}:00") for i, b in enumerate(buckets)
+         if i % 4 == 0),
+    )  # fmt: skip
+    return format_html(
+        '<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" class="axis"/>'
+        '<line x1="{l}" y1="{t}" x2="{l}" y2="{b}" class="axis"/>'
+        '<text x="{lx}" y="{ty}" text-anchor="end" class="tick">{peak}</text>'
+        '<text x="{lx}" y="{b}" text-anchor="end" class="tick">0</text>{ticks}',
+        l=LEFT, r=WIDTH - RIGHT, t=TOP, b=base, lx=LEFT - 6, ty=TOP + 4, peak=peak, ticks=ticks,
+    )  # fmt: skip
+
+
+def _lines(ranked, peak: int) -> SafeString:
+    return format_html_join(
+        "",
+        '<polyline points="{}" fill="none" stroke="{}" stroke-width="2">'
+        "<title>{}: {} arrivals</title></polyline>",
+        ((_points(counts, peak), COLOURS[i], name, sum(counts))
+         for i, (name, counts) in enumerate(ranked)),
+    )  # fmt: skip
+
+
+def _legend(ranked) -> SafeString:
+    items = format_html_join(
+        "",
+        '<li><svg class="swatch" width="12" height="12" aria-hidden="true">'
+        '<rect width="12" height="12" fill="{}"/></svg>{} <span class="muted">({})</span></li>',
+        ((COLOURS[i], name, sum(counts)) for i, (name, counts) in enumerate(ranked)),
+    )
+    return format_html('<ul class="legend">{}</ul>', items)
+
+
+def arrivals_chart(buckets: list[datetime], series: dict[str, list[int]]) -> SafeString:
+    """Arrivals per hour, one line per queue (the busiest few), with a title and a text
+    description for screen readers, and a legend."""
+    ranked = _top_series(series)
+    if not ranked:
+        return mark_safe('<p class="muted">No arrivals in the last 24 hours.</p>')
+    peak = max(1, max(max(counts) for _, counts in ranked))
+    summary = "; ".join(f"{name}: {sum(counts)}" for name, counts in ranked)
+    svg = format_html(
+        '<svg class="chart" viewBox="0 0 {w} {h}" role="img" '
+        'aria-labelledby="arrivals-title arrivals-desc">'
+        '<title id="arrivals-title">Arrivals per hour, last 24 hours (UTC)</title>'
+        '<desc id="arrivals-desc">Arrivals per queue in the last 24 hours: {summary}. '
+        "The busiest hour had {peak}.</desc>{axes}{lines}</svg>",
+        w=WIDTH, h=HEIGHT, summary=summary, peak=peak, axes=_axes(buckets, peak),
+        lines=_lines(ranked, peak),
+    )  # fmt: skip
+    return format_html("<figure>{}{}</figure>", svg, _legend(ranked))

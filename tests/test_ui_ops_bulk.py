@@ -1,0 +1,195 @@
+"""The bulk review page: it shows what a job would touch (count, sample, route preview),
+refuses bad selections, targets and confirmations with clear errors (never a 500), and a
+confirmed POST creates the job through jobs.create_job and hands it to a worker."""
+
+import html
+import re
+from urllib.parse import quote
+
+import pytest
+
+from dlq import jobs, jobtasks
+from dlq.models import Message, Status
+from dlq.ops_models import AuditEntry, Job
+from tests.factories import client_for, make_messages, make_user
+from tests.topology import Topology
+from tests.uiops import body, post, review_url
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator():
+    return client_for(make_user("operator"))
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The jobs the page handed to the worker queue."""
+    handed = []
+    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
+    return handed
+
+
+@pytest.fixture
+def top(channel, cleanup_queues, unique):
+    return Topology(channel, cleanup_queues, unique)
+
+
+def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
+    work, other = top.queue("work"), top.queue("other")
+    fan = top.exchange("fan", "fanout")
+    top.ch.queue_bind(work, fan)
+    top.ch.queue_bind(other, fan)
+    messages = make_messages(12, queue=top.name("dlq"), died_in=work, exchange=fan)
+    make_messages(2, queue=top.name("dlq"), died_in=work, exchange=fan, reason="expired")
+
+    response = operator.get(review_url("replay", all=1, group=messages[0].group))
+
+    assert response.status_code == 200
+    text = body(response)
+    assert "<strong>12</strong> parked messages will be replayed" in text
+    assert len(re.findall(r'href="/messages/\d+/"', text)) == 10  # the sample: the newest ten
+    assert f'href="/messages/{messages[-1].pk}/"' in text
+    assert f'href="/messages/{messages[0].pk}/"' not in text
+    assert f"→ <code>{other}</code>, <code>{work}</code>" in text  # the route preview
+    assert "Fan-out: at least one message would reach several queues" in text
+    assert "Replay 12 messages" in text
+
+
+def test_it_previews_a_custom_target_and_an_unknown_exchange(operator, top):
+    work = top.queue("work")
+    messages = make_messages(2, queue=top.name("dlq"), died_in=work)
+    url = review_url("replay", id=messages[0].pk, target="custom", exchange="",
+                     routing_key=work)  # fmt: skip
+    assert f"→ <code>{work}</code>" in body(operator.get(url))
+
+    missing = top.name("missing")
+    url = review_url("replay", id=messages[0].pk, target="custom", exchange=missing,
+                     routing_key="k")  # fmt: skip
+    assert f"exchange &#x27;{missing}&#x27; does not exist: replay would fail" in body(
+        operator.get(url)
+    )
+
+
+def test_a_discard_review_counts_only_parked_messages(operator):
+    first, second, third = make_messages(3)
+    Message.objects.filter(pk=third.pk).update(status=Status.DISCARDED)
+    url = review_url("discard", id=first.pk) + f"&id={second.pk}&id={third.pk}"
+    text = body(operator.get(url))
+    assert "<strong>2</strong> parked messages will be discarded" in text
+    assert "1 of the chosen messages are not parked" in text
+    assert "Route now" not in text and "Discard 2 messages" in text
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("", "<code>action</code>: must be one of replay, discard"),
+        ("action=delete&id=1", "<code>action</code>: must be one of replay, discard"),
+        ("action=discard", "<code>id</code>: choose messages"),
+        ("action=discard&id=1&all=1", "give either message ids or all=1"),
+        ("action=discard&id=x", "message ids are positive whole numbers"),
+        ("action=discard&id=0", "message ids are positive whole numbers"),
+        ("action=discard&all=yes", "<code>all</code>: must be 1"),
+        ("action=discard&all=1&status=lost", "<code>status</code>: must be one of"),
+        ("action=discard&all=1&received_after=yesterday", "must be an ISO 8601 date-time"),
+        ("action=discard&all=1&queue=a%00b", "must not contain NUL characters"),
+        ("action=discard&all=1&q=" + "x" * 201, "must be at most 200 characters"),
+    ],
+)
+def test_it_refuses_a_bad_selection_with_a_clear_error(operator, query, error):
+    response = operator.get(f"/bulk/review/?{query}")
+    assert response.status_code == 400
+    assert error in body(response)
+    assert "Confirm" not in body(response)
+
+
+def test_it_refuses_a_bad_target_on_review_and_on_confirm(operator, started):
+    message = make_messages(1)[0]
+    long = "x" * 256
+    bad = [
+        (review_url("replay", id=message.pk, target="sideways"), "Select a valid choice"),
+        (review_url("replay", id=message.pk, target="custom", exchange=long, routing_key="k"),
+         "Ensure this value has at most 255 characters"),
+        (review_url("replay", id=message.pk, target="original", exchange="x"),
+         "exchange and routing key apply to a custom target only"),
+    ]  # fmt: skip
+    for url, error in bad:
+        assert operator.get(url).status_code == 400
+        assert error in body(operator.get(url))
+        response = post(operator, url, {"reason": "fix"})
+        assert response.status_code == 400 and error in body(response)
+    assert not Job.objects.exists() and started == []
+
+
+def test_it_requires_a_reason_and_a_sane_rate(operator, started):
+    url = review_url("replay", id=make_messages(1)[0].pk, target="failed_queue")
+    bad = [
+        ({"reason": "  "}, "This field is required."),
+        ({"reason": "r", "rate_per_s": "0"}, "greater than or equal to 1"),
+        ({"reason": "r", "rate_per_s": "fast"}, "Enter a whole number."),
+    ]
+    for data, error in bad:
+        response = post(operator, url, data)
+        assert response.status_code == 400 and error in body(response)
+    assert not Job.objects.exists() and started == []
+
+
+def test_it_refuses_to_confirm_an_empty_selection(operator, started):
+    response = post(operator, review_url("discard", all=1, queue="nothing.here"), {"reason": "r"})
+    assert response.status_code == 400
+    assert "no parked message is selected: nothing to do" in body(response)
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the job runs with several connections
+def test_a_confirmed_discard_creates_audits_and_starts_the_job(operator, started):
+    make_messages(3, queue="bulk.dlq")
+    make_messages(1, queue="other.dlq")
+    url = review_url("discard", all=1, queue="bulk.dlq")
+    review = body(operator.get(url))
+    confirm = html.unescape(re.search(r'action="(/bulk/review/\?[^"]+)"', review)[1])
+    assert "received_before=" in confirm  # the review's instant bounds the selection
+
+    response = post(operator, confirm, {"reason": "junk"})
+
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert (job.action, job.total, job.reason, started) == ("discard", 3, "junk", [job.pk])
+    assert job.created_by.startswith("operator-")
+    entry = AuditEntry.objects.get(action="job_create")
+    assert entry.job_id == job.pk and entry.reason == "junk"
+    assert jobs.run_job(job.pk) == "done"
+    assert Message.objects.filter(status=Status.DISCARDED).count() == 3
+    page = body(operator.get(f"/jobs/{job.pk}/"))
+    assert "3 of 3 settled (3 done, 0 failed)" in page and "<td>discarded</td>" in page
+
+
+def test_a_confirmed_replay_keeps_the_reviewed_target_and_rate(
+    operator, started, django_capture_on_commit_callbacks
+):
+    messages = make_messages(2)
+    url = review_url("replay", id=messages[0].pk, target="custom", exchange="",
+                     routing_key=quote("some.queue"))  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(operator, url + f"&id={messages[1].pk}", {"reason": "r", "rate_per_s": 5})
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert (job.target, job.rate_per_s, job.total) == (
+        {"exchange": "", "routing_key": "some.queue"}, 5, 2,
+    )  # fmt: skip
+
+
+def test_it_reviews_without_the_management_api(operator, settings):
+    settings.DLQ_MANAGEMENT_URL = "http://guest:guest@127.0.0.1:9"  # nothing listens there
+    make_messages(5, queue="orders.dlq")
+
+    response = operator.get(review_url("replay", all=1, queue="orders.dlq"))
+
+    assert response.status_code == 200
+    text = body(response)
+    assert "<strong>5</strong> parked messages will be replayed" in text
+    assert text.count("→ unknown") == 5
+    assert text.count("route unknown: management API unreachable") == 5
+    assert "Replay 5 messages" in text
