@@ -9,8 +9,8 @@ prefetch window bounds what is held in memory, whatever the queue depth.
 Around each ack, two things keep the idempotency scheme of store.py exact: the batch's
 pending record is deleted within microseconds of the ack (store.PreparedForget), so a crash
 almost never leaves an acked batch looking pending; and the ack travels with a note in
-this drainer's ack ledger queue, so that after a connection the broker closed, the
-drainer knows which acks it dropped, and makes those batches pending again (_acked).
+this drainer's ack ledger queue, in one AMQP transaction, so that after a connection the
+broker closed, the drainer knows which acks took effect and which did not (_acked).
 Tests: tests/test_drain_crash.py, test_drain_outage.py, test_drain_queues.py.
 """
 
@@ -171,6 +171,7 @@ class Drainer:
         self.conn = amqp.connect(self.url, self.name, self.heartbeat)
         self.channel = self.conn.channel()
         self.channel.basic_qos(prefetch_count=self.prefetch)
+        self.channel.tx_select()  # acks and ledger notes take effect together (_acked)
         self.channel.add_on_cancel_callback(self._on_cancel)
         self.generation += 1
         # Batch ids are this connection's token and a sequence number: in ack order, so
@@ -187,7 +188,7 @@ class Drainer:
         self.last_activity = time.monotonic()  # quiet time counts from here, not from start-up
 
     def _settle_doubts(self) -> None:
-        """After a lost connection: which of its acks did the broker process? (see _acked)"""
+        """After a lost connection: which of its acks took effect? (see _acked)"""
         if not self.doubts:
             return
         if time.monotonic() - self.lost_at > LEDGER_EXPIRES_S - 60:
@@ -198,22 +199,39 @@ class Drainer:
             )
             self.doubts = []
             return
-        method, _, body = self.channel.basic_get(self.ledger, auto_ack=False)
-        if method:
-            self.channel.basic_nack(method.delivery_tag, requeue=True)  # left for others
-        last = body.decode(errors="replace") if method else None
+        last = self._read_ledger(self.ledger)
         ids = [pk for pk, _ in self.doubts]
-        # Everything after the last ack that counted went unprocessed: those batches come
-        # back from the broker, and must be recognised. A ledger naming none of them (empty,
-        # or an earlier batch): none of these acks counted.
-        dropped = self.doubts[ids.index(last) + 1 :] if last in ids else self.doubts
+        # The ledger names the last batch whose transaction the broker committed: its ack
+        # and every earlier one took effect, every later one did not. A ledger naming none
+        # of them (empty, or an earlier batch): none of these acks took effect.
+        counted = ids.index(last) + 1 if last in ids else 0
+        dropped = self.doubts[counted:]
         self.doubts = []
+        if counted:
+            # A commit whose answer the connection took with it left its batch pending.
+            self.work.put(("forget_upto", last))
         if dropped:
             log.warning(
                 "the broker dropped acks with the connection; their batches are pending again",
                 extra={"batches": ",".join(pk for pk, _ in dropped)},
             )
             self.work.put(("restore", dropped))
+
+    def _read_ledger(self, name: str) -> str | None:
+        """The batch id in a ledger, left there for others (None: empty or gone).
+
+        On a channel of its own: the drainer's channel is transactional, and a nack there
+        would wait for the next commit."""
+        probe = self.conn.channel()
+        try:
+            method, _, body = probe.basic_get(name, auto_ack=False)
+        except amqp.ChannelErrors:
+            return None  # expired or deleted: nothing to learn there
+        if method:
+            probe.basic_nack(method.delivery_tag, requeue=True)
+        if probe.is_open:
+            probe.close()
+        return body.decode(errors="replace") if method else None
 
     def _settle_foreign_ledgers(self) -> None:
         """At start-up: the pending batches that drainers which died left behind.
@@ -224,19 +242,10 @@ class Drainer:
         names its last ack that counted: every batch of that connection up to it is
         forgotten, before this drainer stores anything.
         """
-        probe = None
         for name in self.foreign_ledgers:
-            if probe is None or not probe.is_open:
-                probe = self.conn.channel()
-            try:
-                method, _, body = probe.basic_get(name, auto_ack=False)
-            except amqp.ChannelErrors:
-                continue  # expired or deleted: nothing to learn there
-            if method:
-                probe.basic_nack(method.delivery_tag, requeue=True)  # for others to read
-                self.work.put(("forget_upto", body.decode(errors="replace")))
-        if probe is not None and probe.is_open:
-            probe.close()
+            last = self._read_ledger(name)
+            if last is not None:
+                self.work.put(("forget_upto", last))
         self.foreign_ledgers = []
 
     def _consume(self) -> bool:
@@ -395,16 +404,22 @@ class Drainer:
             # drops the frames it has not processed yet, and an ack dropped that way
             # redelivers a batch that is forgotten by now: stored twice. Making such batches
             # pending again blindly is no better: when the ack did count, twins of their
-            # messages would be taken for copies. So the batch id goes with the ack, in the
-            # same write, to this drainer's ledger queue (length 1): the broker processes
-            # the two together, and after a lost connection the id left in the ledger names
-            # the last ack that counted (_settle_doubts).
-            self.channel._impl.basic_ack(batch.last_tag, multiple=True)  # sent with the next
-            self.channel.basic_publish("", self.ledger, batch.id.encode(), _PERSISTENT)
+            # messages would be taken for copies. So the batch id goes to this drainer's
+            # ledger queue (length 1) in the same AMQP transaction as the ack: neither takes
+            # effect before the commit, and the broker applies both when it processes the
+            # commit. (Sent one after the other without a transaction, the broker could
+            # apply the ack and lose the note with the connection, and a batch whose ack
+            # counted was made pending again: tests/test_drain_outage.py lost twins so.)
+            # After a lost connection, the id left in the ledger names the last ack that
+            # took effect (_settle_doubts).
+            impl = self.channel._impl
+            impl.basic_ack(batch.last_tag, multiple=True)
+            impl.basic_publish("", self.ledger, batch.id.encode(), _PERSISTENT)
+            self.sent_acks.append((batch.id, batch.drainer))  # in doubt from the commit on
+            self.channel.tx_commit()  # about a millisecond: the ledger note is persistent
             if batch.forget is not None:
                 batch.forget.send_commit()  # now, from this thread: see store.PreparedForget
             batch.acked = True
-            self.sent_acks.append((batch.id, batch.drainer))
         finally:
             batch.done.set()  # the writer forgets the batch now (if acked), not a batch later
 
