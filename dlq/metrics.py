@@ -124,7 +124,9 @@ class ConsoleCollector:
         up = GaugeMetricFamily("dlq_drainer_up", "1 if the drainer reports, else 0", labels=labels)
         queues = GaugeMetricFamily("dlq_drainer_queues", "Queues being drained", labels=labels)
         age = GaugeMetricFamily(
-            "dlq_drainer_last_batch_age_seconds", "Seconds since the last stored batch", labels
+            "dlq_drainer_last_batch_age_seconds",
+            "Seconds since the last stored batch",
+            labels=labels,
         )
         latency = HistogramMetricFamily(
             "dlq_drain_batch_seconds", "Time to store and ack one batch", labels=labels
