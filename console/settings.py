@@ -30,6 +30,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from any process (gunicorn in the image, `make run`), DEBUG or not.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -105,6 +107,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DLQ_MAX_REQUEST_BYTES", 32 * 1024 * 1024,
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# Without collectstatic (`make run`, tests) WhiteNoise serves straight from the sources.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 
 # --- RabbitMQ -------------------------------------------------------------------------
 DLQ_BROKER_URL = env_url(
