@@ -80,7 +80,9 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 def env_networks(name: str, default: str) -> list:
-    """Comma-separated networks in CIDR notation ("10.0.0.0/8,::1/128")."""
+    """Comma-separated networks in CIDR notation ("10.0.0.0/8,::1/128"), or "none"."""
+    if env_str(name, default).lower() == "none":
+        return []
     networks = []
     for item in env_list(name, default):
         try:

@@ -1,6 +1,7 @@
 """/metrics: the Prometheus text format, parsed by prometheus_client, and who may read it."""
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -82,3 +83,18 @@ def test_a_token_is_refused_when_none_is_configured(settings):
     settings.DLQ_METRICS_TOKEN = ""
     response = Client(headers={"Authorization": "Bearer "}).get("/metrics")
     assert response.status_code == 401  # a Bearer header never falls back to the address
+
+
+def test_the_network_allowance_can_be_switched_off(monkeypatch):
+    from console.env import env_networks
+
+    monkeypatch.setenv("DLQ_METRICS_ALLOWED_NETS", "none")
+    assert env_networks("DLQ_METRICS_ALLOWED_NETS", "127.0.0.0/8") == []
+    monkeypatch.setenv("DLQ_METRICS_ALLOWED_NETS", "10.0.0.0/8,junk")
+    with pytest.raises(ImproperlyConfigured, match="DLQ_METRICS_ALLOWED_NETS: 'junk'"):
+        env_networks("DLQ_METRICS_ALLOWED_NETS", "127.0.0.0/8")
+
+
+def test_loopback_is_refused_once_switched_off(settings):
+    settings.DLQ_METRICS_ALLOWED_NETS = []
+    assert Client().get("/metrics").status_code == 401
