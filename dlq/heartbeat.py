@@ -37,6 +37,7 @@ class Heartbeat:
 
     def __init__(self, name: str):
         self.name = name
+        self.host, self.pid = socket.gethostname(), os.getpid()
         self.started_at = timezone.now()
         self.queues = 0
         self.pending: Counter[tuple[str, str]] = Counter()  # drained, not yet counted
@@ -88,12 +89,11 @@ class Heartbeat:
         for bound, count in zip((*LATENCY_BUCKETS, "+Inf"), self.latency, strict=True):
             total += count
             cumulative[str(bound)] = total
-        host, _, pid = self.name.rpartition(" pid ")
         DrainerHeartbeat.objects.update_or_create(
             name=self.name,
             defaults={
-                "host": host.removeprefix("dlq-drain ") or socket.gethostname(),
-                "pid": int(pid) if pid.isdigit() else os.getpid(),
+                "host": self.host,
+                "pid": self.pid,
                 "started_at": self.started_at,
                 "last_seen_at": now,
                 "last_batch_at": self.last_batch_at,
