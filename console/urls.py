@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dlq import health, metrics, views, views_topology
+from dlq import health, metrics, views, views_health
 from dlq.api import api
 
 urlpatterns = [
@@ -17,5 +17,6 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
-    path("topology/", views_topology.topology_health, name="topology"),
+    path("topology/", views_health.topology_health, name="topology"),
+    path("drainers/", views_health.drainers, name="drainers"),
 ]

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from dlq import delivery, heartbeat
 from dlq.health_models import DrainCounter, DrainerHeartbeat
+from dlq.heartbeat import Heartbeat
 from tests.alertfactory import add_channel, sent_to
 from tests.drainproc import wait_for
 
@@ -63,3 +64,18 @@ def test_it_alerts_once_when_a_drainer_stops_reporting(broker, spawn, db_url, un
 
     described = {d["pid"]: d for d in heartbeat.overview_context(now=later)["drainers"]}
     assert described[proc.pid]["state"] == "not reporting"
+
+
+def test_the_panel_refreshes_itself_for_viewers_only(db):
+    from django.test import Client
+
+    from tests.factories import client_for, make_user
+
+    Heartbeat("dlq-drain test pid 1").write()
+    response = client_for(make_user("viewer")).get("/drainers/")
+    assert response.status_code == 200
+    panel = response.content.decode()
+    assert 'hx-get="/drainers/"' in panel and "overview_context" not in panel
+    assert "draining 0 queues, no batch yet" in " ".join(panel.split())
+    assert Client().get("/drainers/").status_code == 302
+    assert client_for(make_user(None)).get("/drainers/").status_code == 403
