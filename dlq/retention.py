@@ -63,7 +63,8 @@ def _purge_message_batch(cutoff, size: int) -> int:
             .values_list("id", flat=True)[:size]
         )  # fmt: skip
         if ids:
-            Message.objects.filter(id__in=ids, status__in=PURGEABLE).delete()
+            # only("id"): the cascade needs the ids, not the bodies (up to megabytes each).
+            Message.objects.filter(id__in=ids, status__in=PURGEABLE).only("id").delete()
     return len(ids)
 
 
