@@ -5,6 +5,7 @@ rejects junk with an error that names the variable: a typo must stop the process
 start-up, not quietly turn a feature off.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -76,6 +77,19 @@ def env_list(name: str, default: str) -> list[str]:
     if any(not item for item in items):
         raise ImproperlyConfigured(f"{name} has an empty item: {env_str(name, default)!r}")
     return items
+
+
+def env_networks(name: str, default: str) -> list:
+    """Comma-separated networks in CIDR notation ("10.0.0.0/8,::1/128"), or "none"."""
+    if env_str(name, default).lower() == "none":
+        return []
+    networks = []
+    for item in env_list(name, default):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network (CIDR)") from None
+    return networks
 
 
 def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:

@@ -5,7 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from console.env import env_bool, env_int, env_list, env_str, env_url
+from console.env import env_bool, env_int, env_list, env_networks, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,6 +30,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from any process (gunicorn in the image, `make run`), DEBUG or not.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -105,6 +107,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DLQ_MAX_REQUEST_BYTES", 32 * 1024 * 1024,
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# Without collectstatic (`make run`, tests) WhiteNoise serves straight from the sources.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 
 # --- RabbitMQ -------------------------------------------------------------------------
 DLQ_BROKER_URL = env_url(
@@ -134,6 +139,20 @@ DLQ_JOB_STALE_SECONDS = env_int("DLQ_JOB_STALE_SECONDS", 30, minimum=1)
 DLQ_RESOLVE_SECONDS = env_int("DLQ_RESOLVE_SECONDS", 15, minimum=1, maximum=30)
 DLQ_DRAIN_HEARTBEAT = env_int("DLQ_DRAIN_HEARTBEAT", 30, minimum=1, maximum=600)
 
+# --- Operations: drainer health, retention, metrics, topology checks (see dlq/heartbeat.py)
+# A drainer that has not reported for this long (and did not stop cleanly) alerts.
+DLQ_DRAINER_STALE_SECONDS = env_int("DLQ_DRAINER_STALE_SECONDS", 60, minimum=10)
+# Replayed and discarded messages are purged this many days after their last status
+# change (0 = never); parked messages never are.
+DLQ_RETENTION_DAYS = env_int("DLQ_RETENTION_DAYS", 30, minimum=0)
+DLQ_AUDIT_RETENTION_DAYS = env_int("DLQ_AUDIT_RETENTION_DAYS", 0, minimum=0)  # 0 = forever
+DLQ_RETENTION_BATCH = env_int("DLQ_RETENTION_BATCH", 1000, minimum=1, maximum=100_000)
+# /metrics answers a Bearer token, a client address in these networks, or a viewer's session.
+DLQ_METRICS_TOKEN = env_str("DLQ_METRICS_TOKEN", "")
+DLQ_METRICS_ALLOWED_NETS = env_networks("DLQ_METRICS_ALLOWED_NETS", "127.0.0.0/8,::1/128")
+# Work queues the topology page checks for a missing dead-letter exchange (globs).
+DLQ_WORK_QUEUES = env_list("DLQ_WORK_QUEUES", "*")
+
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = env_url(
     "CELERY_BROKER_URL", DLQ_BROKER_URL, ("amqp", "amqps", "redis", "rediss")
@@ -141,7 +160,7 @@ CELERY_BROKER_URL = env_url(
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
-CELERY_IMPORTS = ("dlq.jobtasks",)
+CELERY_IMPORTS = ("dlq.jobtasks", "dlq.health_tasks")
 # Workers of one deployment (or one test run) share a queue name; the default is Celery's.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_BEAT_SCHEDULE = {
@@ -157,6 +176,18 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dlq.jobtasks.resume_jobs",
         "schedule": 30.0,
         "options": {"expires": 29},
+    },
+    # A drainer that stopped reporting alerts once.
+    "check-drainers": {
+        "task": "dlq.health_tasks.check_drainers",
+        "schedule": 30.0,
+        "options": {"expires": 29},
+    },
+    # Retention: replayed and discarded messages (and audit rows, if configured) in batches.
+    "purge-retention": {
+        "task": "dlq.health_tasks.purge_retention",
+        "schedule": 3600.0,
+        "options": {"expires": 3599},
     },
 }
 # Keep the console's structured log format in workers.

@@ -83,3 +83,13 @@ def check_alert() -> Alert:
         url=console_url(""),
         facts={"kind": "test"},
     )
+
+
+def drainer_alert(summary: str) -> Alert:
+    """A drainer stopped reporting (dlq/heartbeat.py); `summary` names it."""
+    return Alert(
+        title="A drainer stopped reporting",
+        summary=f"{summary}. Messages in its queues are not being stored until it is back.",
+        url=console_url(""),
+        facts={"kind": "drainer"},
+    )

@@ -505,6 +505,13 @@ def connect(url: str, name: str, heartbeat: int = 30) -> pika.BlockingConnection
     return pika.BlockingConnection(parameters(url, name, heartbeat))
 
 
+def ping(url: str, timeout: float = 3.0) -> None:
+    """Open and close a connection (for /readyz); raises one of AllErrors if it cannot."""
+    params = parameters(url, "dlq-readyz", heartbeat=0)
+    params.socket_timeout = params.stack_timeout = timeout
+    pika.BlockingConnection(params).close()
+
+
 def vhost_of(url: str) -> str:
     return pika.URLParameters(url).virtual_host
 

@@ -103,13 +103,13 @@ def _send(attempt: AlertAttempt, now: datetime) -> AlertAttempt | None:
     if channel is None or not channel.enabled:
         _finish(attempt, AttemptStatus.SKIPPED, "the channel was disabled or deleted")
         return None
-    if attempt.kind != "test" and attempt.digest is None:
+    if attempt.kind not in ("test", "drainer") and attempt.digest is None:
         _finish(attempt, AttemptStatus.SKIPPED, "the digest was deleted")
         return None
     if not authorize_channel(channel, now):
         _finish(attempt, AttemptStatus.RATE_LIMITED, "too many alerts for this channel")
         return None
-    alert = alerttext.check_alert() if attempt.kind == "test" else alerttext.compose(attempt.digest)
+    alert = _compose(attempt)
     sender = notifier(channel)
     try:
         status = sender.send(alert)
@@ -117,6 +117,14 @@ def _send(attempt: AlertAttempt, now: datetime) -> AlertAttempt | None:
         return _failed(attempt, e, now)
     _finish(attempt, AttemptStatus.SENT, http_status=status)
     return None
+
+
+def _compose(attempt: AlertAttempt):
+    if attempt.kind == "test":
+        return alerttext.check_alert()
+    if attempt.kind == "drainer":
+        return alerttext.drainer_alert(attempt.summary)
+    return alerttext.compose(attempt.digest)
 
 
 def deliver_attempt(attempt_id: int, now: datetime | None = None) -> AlertAttempt | None:

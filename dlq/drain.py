@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.db import connection as db
 
-from dlq import amqp, mgmt, store
+from dlq import amqp, heartbeat, mgmt, store
 from dlq.ingest import Delivery, build_row, fallback_row
 
 log = logging.getLogger("dlq.drain")
@@ -102,6 +102,7 @@ class Drainer:
         self.max_bytes = settings.DLQ_DRAIN_BATCH_BYTES
         self.heartbeat = settings.DLQ_DRAIN_HEARTBEAT
         self.name = f"dlq-drain {socket.gethostname()} pid {os.getpid()}"
+        self.beat = heartbeat.Heartbeat(self.name)  # written by the writer thread only
         self.stopping = threading.Event()
         self.work: queuelib.Queue = queuelib.Queue()
         self.acked: deque[str] = deque()  # batch ids acked whose forgetting failed: retried
@@ -500,6 +501,7 @@ class Drainer:
                     item = self.work.get(timeout=0.2)
                 except queuelib.Empty:
                     self._forget_acked()
+                    self.beat.tick(len(self.consumers))
                     continue
                 try:
                     if item is _STOP:
@@ -520,6 +522,7 @@ class Drainer:
                 finally:
                     self.work.task_done()
         finally:
+            self.beat.stopped()
             db.close()
 
     def _rows(self, batch: Batch) -> list[dict]:
@@ -570,6 +573,7 @@ class Drainer:
             },
         )
         self._ack_and_forget(batch)
+        self.beat.batch_stored(rows, new, time.monotonic() - started, len(self.consumers))
 
     def _ack_and_forget(self, batch: Batch) -> None:
         """Have the main thread ack the batch, and forget the batch as the ack goes out.

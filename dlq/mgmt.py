@@ -66,3 +66,18 @@ def get_exchange(vhost: str, exchange: str) -> dict | None:
     if not exchange:
         exchange = "amq.default"  # the default exchange, as the management API names it
     return _one(f"/api/exchanges/{_segment(vhost)}/{_segment(exchange)}")
+
+
+def queues_with_policies(vhost: str) -> list[dict]:
+    """Queues with what decides their limits: arguments and the effective policy."""
+    cols = (
+        "name,type,arguments,messages,message_bytes,durable,auto_delete,exclusive,"
+        "policy,effective_policy_definition"
+    )
+    found = _request(f"/api/queues/{_segment(vhost)}?columns={cols}")
+    return [q for q in found if isinstance(q, dict)] if isinstance(found, list) else []
+
+
+def broker_version() -> str:
+    found = _one("/api/overview?columns=rabbitmq_version")
+    return str((found or {}).get("rabbitmq_version") or "")

@@ -148,7 +148,9 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
-# Operator actions live in their own module; importing them here registers them with Django.
+# Operator actions and operations (health_models) live in their own modules; importing them
+# here registers them with Django.
+from dlq.health_models import *  # noqa: E402, F403
 from dlq.ops_models import *  # noqa: E402, F403
 
 # --- Alerts ---------------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""What the operations side keeps: drainer heartbeats, drain counters, status changes."""
+
+from django.db import models
+
+
+class DrainerHeartbeat(models.Model):
+    """One running (or stopped) drainer process, as it last reported itself (heartbeat.py)."""
+
+    name = models.CharField(max_length=255, unique=True)  # "dlq-drain HOST pid PID"
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    last_batch_at = models.DateTimeField(null=True, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)  # a clean stop
+    queues = models.IntegerField(default=0)
+    stored = models.BigIntegerField(default=0)
+    batches = models.BigIntegerField(default=0)
+    # Batch write latency as a Prometheus histogram: cumulative counts per bucket bound.
+    latency_buckets = models.JSONField(default=dict)
+    latency_sum = models.FloatField(default=0.0)
+    alerted_at = models.DateTimeField(null=True, blank=True)  # "stopped reporting" sent
+
+    def __str__(self):
+        return self.name
+
+
+class DrainCounter(models.Model):
+    """Messages drained per queue since the console was installed: a true counter, which
+    retention purges do not lower (unlike counting stored rows)."""
+
+    vhost = models.CharField(max_length=255)
+    queue = models.CharField(max_length=255)
+    total = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["vhost", "queue"], name="draincounter_queue")
+        ]
+
+    def __str__(self):
+        return f"{self.queue}: {self.total}"
+
+
+class StatusChange(models.Model):
+    """When a message last changed status. Written by a database trigger (migration 0020),
+    so every code path (actions, bulk jobs, plain UPDATEs) keeps it right; retention
+    counts its days from here, not from the arrival."""
+
+    message = models.OneToOneField(
+        "dlq.Message", primary_key=True, on_delete=models.CASCADE, related_name="status_change"
+    )
+    status = models.CharField(max_length=16)
+    at = models.DateTimeField(db_index=True)
+
+    def __str__(self):
+        return f"{self.message_id} {self.status} at {self.at}"

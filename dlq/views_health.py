@@ -1,0 +1,23 @@
+"""Operations pages: topology health (dlq/topology.py) and the drainers panel, which the
+overview includes and htmx refreshes (dlq/heartbeat.py)."""
+
+from django.shortcuts import render
+
+from dlq import heartbeat, mgmt, topology
+from dlq.roles import VIEWER
+from dlq.views import role_view
+
+
+@role_view(VIEWER)
+def topology_health(request):
+    try:
+        findings, error = topology.check(), ""
+    except mgmt.ManagementError as e:
+        findings, error = [], str(e)
+    return render(request, "topology/health.html", {"findings": findings, "error": error})
+
+
+@role_view(VIEWER)
+def drainers(request):
+    """The overview's drainers panel alone, for its periodic refresh."""
+    return render(request, "_drainers.html", heartbeat.overview_context())

@@ -1,0 +1,119 @@
+"""Topology health: real queues on the real broker, and the page that lists the warnings."""
+
+import base64
+import json
+import urllib.parse
+import urllib.request
+
+import pytest
+from django.test import Client
+
+from dlq import topology
+from tests.conftest import publish
+from tests.drainproc import MANAGEMENT, free_port, wait_for
+from tests.factories import client_for, make_user
+from tests.topology import Topology
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def top(channel, cleanup_queues, unique):
+    return Topology(channel, cleanup_queues, unique)
+
+
+def findings(unique: str) -> dict[str, list[topology.Finding]]:
+    """This test's findings by queue (the management API's counts lag a few seconds)."""
+    found = topology.check(drained=[f"{unique}.*.dlq"], work=[f"{unique}.*"])
+    by_queue: dict[str, list] = {}
+    for f in found:
+        if f.queue.startswith(unique):
+            by_queue.setdefault(f.queue, []).append(f)
+    return by_queue
+
+
+def test_it_warns_of_a_drained_queue_near_its_length_limit(channel, top, unique):
+    full = top.queue("full.dlq", **{"x-max-length": 10})
+    roomy = top.queue("roomy.dlq", **{"x-max-length": 100})
+    refusing = top.queue("refusing.dlq", **{"x-max-length": 5, "x-overflow": "reject-publish"})
+    for queue, n in ((full, 9), (roomy, 9), (refusing, 5)):
+        for i in range(n):
+            publish(channel, "", queue, f"m{i}".encode())
+
+    found = wait_for(lambda: (f := findings(unique)).get(full) and f.get(refusing) and f, 30,
+                     "the management API to count the messages")  # fmt: skip
+    [near] = found[full]
+    assert near.check == "near_full"
+    assert "holds 9 of at most 10 messages (90%)" in near.reason
+    assert "drops the oldest messages" in near.reason
+    assert "refuses new messages" in found[refusing][0].reason
+    assert roomy not in found
+
+
+def test_it_reads_the_length_limit_from_a_policy(channel, top, unique):
+    queue = top.queue("pol.dlq")
+    name = urllib.parse.quote(f"{unique}-limit", safe="")
+    body = {"pattern": f"^{unique}\\.pol\\.dlq$", "apply-to": "queues",
+            "definition": {"max-length": 4}, "priority": 100}  # fmt: skip
+    _policy("PUT", name, body)
+    try:
+        for i in range(4):
+            publish(channel, "", queue, f"m{i}".encode())
+        found = wait_for(lambda: findings(unique).get(queue), 30, "the policy to apply")
+        assert "holds 4 of at most 4 messages (100%)" in found[0].reason
+    finally:
+        _policy("DELETE", name)
+
+
+def _policy(method: str, name: str, body: dict | None = None) -> None:
+    """Set or delete a policy through the management API."""
+    parts = urllib.parse.urlsplit(MANAGEMENT)
+    url = f"{parts.scheme}://{parts.hostname}:{parts.port or 15672}/api/policies/%2F/{name}"
+    data = json.dumps(body).encode() if body else None
+    request = urllib.request.Request(url, method=method, data=data)
+    request.add_header("Content-Type", "application/json")
+    creds = f"{parts.username or 'guest'}:{parts.password or 'guest'}".encode()
+    request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
+    urllib.request.urlopen(request, timeout=10).close()
+
+
+def test_it_warns_of_work_queues_without_a_dead_letter_exchange(top, unique):
+    bare = top.queue("orders")
+    guarded = top.queue("payments", **{"x-dead-letter-exchange": "payments.dlx"})
+    default_exchange = top.queue("emails", **{"x-dead-letter-exchange": ""})
+    found = findings(unique)
+    [warning] = found[bare]
+    assert warning.check == "no_dlx"
+    assert "reject" in warning.reason and "dropped" in warning.reason
+    assert guarded not in found and default_exchange not in found
+
+
+def test_it_warns_of_a_quorum_queue_with_a_delivery_limit_and_no_dlx(top, unique):
+    quorum = {"x-queue-type": "quorum", "x-delivery-limit": 3}
+    limited = top.queue("invoices", durable=True, **quorum)
+    safe = top.queue("refunds", durable=True, **quorum, **{"x-dead-letter-exchange": "r.dlx"})
+    found = findings(unique)
+    [warning] = found[limited]
+    assert warning.check == "delivery_limit"
+    assert "delivery limit of 3" in warning.reason and "dropped" in warning.reason
+    assert safe not in found
+
+
+def test_the_page_lists_the_warnings_for_viewers(top, unique):
+    bare = top.queue("orders")
+    response = client_for(make_user("viewer")).get("/topology/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert bare in page and "no dead-letter exchange" in page
+
+
+def test_the_page_needs_a_role():
+    assert Client().get("/topology/").status_code == 302  # to the login page
+    assert client_for(make_user(None)).get("/topology/").status_code == 403
+
+
+def test_the_page_says_when_the_management_api_is_down(settings):
+    settings.DLQ_MANAGEMENT_URL = f"http://guest:guest@127.0.0.1:{free_port()}"
+    response = client_for(make_user("viewer")).get("/topology/")
+    assert response.status_code == 200
+    assert "Cannot check the topology" in response.content.decode()
