@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
 
-from dlq import charts, ops_queries, queries
+from dlq import charts, heartbeat, ops_queries, queries
 from dlq.roles import ADMIN, OPERATOR, VIEWER, has_role, require_role, role_of
 
 
@@ -56,5 +56,6 @@ def overview(request):
         "groups": ops_queries.failure_groups(now - timedelta(days=1), limit=5),
         "jobs": ops_queries.active_jobs(),
         "audit": ops_queries.recent_audit(),
+        **heartbeat.overview_context(now),
     }
     return render(request, "overview.html", context)

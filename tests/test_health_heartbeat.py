@@ -79,3 +79,15 @@ def test_the_panel_refreshes_itself_for_viewers_only(db):
     assert "draining 0 queues, no batch yet" in " ".join(panel.split())
     assert Client().get("/drainers/").status_code == 302
     assert client_for(make_user(None)).get("/drainers/").status_code == 403
+
+
+def test_the_overview_shows_the_drainers(db):
+    from tests.factories import client_for, make_user
+
+    viewer = client_for(make_user("viewer"))
+    assert "No drainer is running" in viewer.get("/").content.decode()
+
+    Heartbeat("dlq-drain test pid 1").write()
+    page = " ".join(viewer.get("/").content.decode().split())
+    assert "draining 0 queues, no batch yet" in page
+    assert "No drainer is running" not in page
