@@ -407,10 +407,12 @@ class Drainer:
             # pending again blindly is no better: when the ack did count, twins of their
             # messages would be taken for copies. So the batch id goes to this drainer's
             # ledger queue (length 1) in the same AMQP transaction as the ack: neither takes
-            # effect before the commit, and the broker applies both when it processes the
-            # commit. (Sent one after the other without a transaction, the broker could
-            # apply the ack and lose the note with the connection, and a batch whose ack
-            # counted was made pending again: tests/test_drain_outage.py lost twins so.)
+            # effect before the commit, and the channel applies both when it processes the
+            # commit. (RabbitMQ promises no atomicity across queues if a queue fails during
+            # the commit; a closed connection is not that case.) Sent one after the other
+            # without a transaction, the broker could apply the ack and lose the note with
+            # the connection, and a batch whose ack counted was made pending again
+            # (tests/test_drain_outage.py lost twins so).
             # After a lost connection, the id left in the ledger names the last ack that
             # took effect (_settle_doubts).
             impl = self.channel._impl
