@@ -68,9 +68,11 @@ def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]
     first the newest PAGE_WINDOW ids below the cursor, in id order, where a page of a busy
     list is found at once; only when they hold less than a page are the matches below them
     collected with the filters' best index (the id order hidden from the planner) and the
-    newest of them taken.
+    newest of them taken. A cursor that decode_cursor refuses is a ValueError.
     """
     top = decode_cursor(cursor) if cursor else _next_id()
+    if top is None:
+        raise ValueError("not a cursor this API gave out")  # callers validate it first
     floor = max(top - PAGE_WINDOW, 1)
     qs = qs.defer(*LIST_DEFERRED).filter(id__lt=top)
     rows = list(qs.filter(id__gte=floor)[: limit + 1])

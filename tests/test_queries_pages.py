@@ -84,3 +84,9 @@ def test_search_is_literal_and_ignores_case_on_both_paths(monkeypatch, window):
     assert walk({"q": "acme-widgets"}, 50) == [mixed.id]
     assert walk({"q": "me-wid"}, 50) == [mixed.id]
     assert walk({"q": "ts gm"}, 50) == [mixed.id]
+
+
+def test_a_cursor_it_did_not_give_out_is_refused():
+    make_message()
+    with pytest.raises(ValueError, match="not a cursor"):
+        queries.page(queries.filter_messages({}), "bogus!", 50)
