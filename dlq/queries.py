@@ -10,7 +10,9 @@ from dlq.models import DrainedQueue, Message, Status
 from dlq.ops_models import AuditAction, AuditEntry, Replay
 
 MAX_LIMIT = 500
-PAGE_WINDOW = 20_000  # ids a page scans in id order before it collects sparse matches
+# A search or a time range first scans this many ids in id order (see page()).
+PAGE_WINDOW = 5_000
+MISJUDGED_COLUMNS = {"search_text", "received_at"}
 # Columns the list does not show; the detail reads the whole row.
 LIST_DEFERRED = ("body", "properties_json", "headers_json", "exception_stacktrace", "search_text")
 EXACT_FILTERS = {
@@ -62,19 +64,23 @@ def filter_messages(filters: dict):
 def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:
     """One keyset page of messages (without the columns the list does not show).
 
-    Found in two steps, so that no plan walks the id index through a million rows that do
-    not match. The planner assumes matches are spread evenly over the ids, which is wrong
-    for an old time range or a burst in one queue, and cannot estimate a text search. So:
-    first the newest PAGE_WINDOW ids below the cursor, in id order, where a page of a busy
-    list is found at once; only when they hold less than a page are the matches below them
-    collected with the filters' best index (the id order hidden from the planner) and the
-    newest of them taken. A cursor that decode_cursor refuses is a ValueError.
+    The planner finds a newest-first page well for the exact-match filters (their indexes
+    end in id, and its estimates of them are good), but not for a text search, whose
+    frequency it cannot estimate, nor for a received_at range, whose rows it assumes spread
+    evenly over the ids: either may walk the id index through most of a million rows. Those
+    two take two steps: the newest PAGE_WINDOW ids below the cursor in id order, where a page
+    of a busy list is found at once; and only when they hold less than a page, the matches
+    below them, collected with the filters' best index (the id order hidden from the
+    planner), newest first. A cursor that decode_cursor refuses is a ValueError.
     """
+    qs = qs.defer(*LIST_DEFERRED)
+    if not _filters_on(qs.query.where, MISJUDGED_COLUMNS):
+        return keyset(qs, cursor, limit)
     top = decode_cursor(cursor) if cursor else _next_id()
     if top is None:
-        raise ValueError("not a cursor this API gave out")  # callers validate it first
+        raise ValueError("not a cursor this API gave out")
     floor = max(top - PAGE_WINDOW, 1)
-    qs = qs.defer(*LIST_DEFERRED).filter(id__lt=top)
+    qs = qs.filter(id__lt=top)
     rows = list(qs.filter(id__gte=floor)[: limit + 1])
     if len(rows) <= limit and floor > 1:
         rows += _newest_below(qs, floor, limit + 1 - len(rows))
@@ -82,6 +88,17 @@ def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].id)
+
+
+def _filters_on(where, columns: set[str]) -> bool:
+    """Whether a query's WHERE (nested AND/OR included) tests any of `columns`."""
+    for child in where.children:
+        if hasattr(child, "children"):
+            if _filters_on(child, columns):
+                return True
+        elif getattr(getattr(child.lhs, "target", None), "column", None) in columns:
+            return True
+    return False
 
 
 def _next_id() -> int:
@@ -100,7 +117,10 @@ def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:
     """One keyset page of a newest-first queryset (ids below the cursor's) and the cursor of
     the next, if any."""
     if cursor:
-        qs = qs.filter(id__lt=decode_cursor(cursor))
+        top = decode_cursor(cursor)
+        if top is None:
+            raise ValueError("not a cursor this API gave out")  # callers validate it first
+        qs = qs.filter(id__lt=top)
     rows = list(qs[: limit + 1])
     if len(rows) <= limit:
         return rows, None

@@ -1,5 +1,8 @@
-"""Keyset pages when the matches lie below the newest ids a page scans first (PAGE_WINDOW):
-they are collected by index and must come out exactly as the plain newest-first order."""
+"""Keyset pages of a search or a time range whose matches lie below the newest ids a page
+scans first (PAGE_WINDOW): they are collected by index and must come out exactly in the plain
+newest-first order."""
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -57,8 +60,21 @@ def test_every_filter_pages_like_the_plain_order(small_window):
         assert walk(filters, 2) == newest_first(filters), filters
 
 
+def test_an_old_time_range_below_the_window_pages_in_order(small_window):
+    day = datetime(2026, 5, 1, tzinfo=UTC)
+    make_messages(4, received_at=day - timedelta(days=1))
+    inside = make_messages(5, received_at=day + timedelta(hours=1))
+    make_messages(9, received_at=day + timedelta(days=3))
+    window = {"received_after": day, "received_before": day + timedelta(days=1)}
+    for filters in (window, {**window, "q": "order"}, {"received_before": day}):
+        for limit in (1, 2, 50):
+            assert walk(filters, limit) == newest_first(filters), filters
+    assert walk(window, 2) == [m.id for m in reversed(inside)]
+
+
 def test_an_empty_table_gives_an_empty_last_page():
     assert queries.page(queries.filter_messages({}), None, 50) == ([], None)
+    assert queries.page(queries.filter_messages({"q": "x"}), None, 50) == ([], None)
 
 
 def test_the_api_pages_through_collected_matches(small_window):
@@ -86,7 +102,24 @@ def test_search_is_literal_and_ignores_case_on_both_paths(monkeypatch, window):
     assert walk({"q": "ts gm"}, 50) == [mixed.id]
 
 
-def test_a_cursor_it_did_not_give_out_is_refused():
+@pytest.mark.parametrize("filters", [{}, {"q": "order"}])
+def test_a_cursor_it_did_not_give_out_is_refused(filters):
     make_message()
     with pytest.raises(ValueError, match="not a cursor"):
-        queries.page(queries.filter_messages({}), "bogus!", 50)
+        queries.page(queries.filter_messages(filters), "bogus!", 50)
+
+
+@pytest.mark.parametrize(
+    ("filters", "two_steps"),
+    [
+        ({"q": "x"}, True),
+        ({"received_after": datetime(2026, 5, 1, tzinfo=UTC)}, True),
+        ({"queue": "a.dlq", "received_before": datetime(2026, 5, 1, tzinfo=UTC)}, True),
+        ({}, False),
+        ({"queue": "a.dlq", "status": "parked"}, False),
+        ({"exchange": "x", "routing_key": "k"}, False),
+    ],
+)
+def test_only_searches_and_time_ranges_take_two_steps(filters, two_steps):
+    where = queries.filter_messages(filters).query.where
+    assert queries._filters_on(where, queries.MISJUDGED_COLUMNS) is two_steps
