@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = "postgres://root@127.0.0.1:5432/dlq_bench_ui"
 LIST_MS, SEARCH_MS = 150, 500
 BUDGET_S = 30  # per case: the unindexed baseline takes seconds per request
-RARE_TERM, COMMON_TERM = "zanzibar-quokka", "timeout"
+RARE_TERM, COMMON_TERM, OLD_TERM = "zanzibar-quokka", "timeout", '"order_id": 40'
 QUEUES = [
     "orders", "payments", "invoices", "shipping", "emails", "sms", "billing", "refunds",
     "inventory", "search-index", "audit-log", "webhooks", "reports", "exports", "imports",
@@ -247,11 +247,14 @@ def cases(deep_cursor: str) -> list[tuple[str, dict, int]]:
         ("exchange", {"exchange": "analytics.events"}, LIST_MS),
         ("routing key", {"routing_key": "shipped"}, LIST_MS),
         ("received range", range_, LIST_MS),
+        ("received before (old, open)", {"received_before": "__OLD__"}, LIST_MS),
         ("deep page", {"cursor": deep_cursor}, LIST_MS),
         ("deep + queue", {"cursor": deep_cursor, "queue": "orders.dlq"}, LIST_MS),
         (f"search rare '{RARE_TERM}'", {"q": RARE_TERM}, SEARCH_MS),
         (f"search common '{COMMON_TERM}'", {"q": COMMON_TERM}, SEARCH_MS),
         ("search + queue", {"q": "duplicate", "queue": "refunds.dlq"}, SEARCH_MS),
+        # Only in rows 400,000-409,999 (and a few older), of trigrams every body has.
+        ("search old rows only", {"q": OLD_TERM}, SEARCH_MS),
         ("search deep", {"q": COMMON_TERM, "cursor": deep_cursor}, SEARCH_MS),
     ]
 
@@ -276,7 +279,7 @@ def callers(api, page, params: dict, filters: dict) -> list[tuple]:
 
 
 def measure(args) -> list[tuple]:
-    from datetime import timedelta
+    from datetime import datetime, timedelta
 
     from django.db import connection
 
@@ -289,14 +292,16 @@ def measure(args) -> list[tuple]:
     deep_cursor = queries.encode_cursor(max(newest["id"] // 10, 2))
     after = newest["received_at"] - timedelta(days=12)
     fill = {"__GROUP__": newest["group"], "__AFTER__": after.isoformat(),
-            "__BEFORE__": (after + timedelta(days=1)).isoformat()}  # fmt: skip
+            "__BEFORE__": (after + timedelta(days=1)).isoformat(),
+            "__OLD__": (newest["received_at"] - timedelta(days=20)).isoformat()}  # fmt: skip
     results = []
     for name, params, target in cases(deep_cursor):
         params = {k: fill.get(v, v) for k, v in params.items()}
         print(f"  {name}", flush=True)
         filters = {k: v for k, v in params.items() if k != "cursor"}
-        if "received_after" in filters:  # the queries take datetimes, the URLs ISO text
-            filters.update(received_after=after, received_before=after + timedelta(days=1))
+        for key in ("received_after", "received_before"):  # queries take datetimes
+            if key in filters:
+                filters[key] = datetime.fromisoformat(filters[key])
         for kind, call in callers(api, page, params, filters):
             results.append((kind, name, target, timed(call, args.requests)))
     overview = timed(lambda: api.get("/api/v1/queues").status_code, args.requests)
