@@ -7,7 +7,9 @@
 1. Creates the database if it is missing and migrates it (new indexes are built here).
 2. Seeds --rows messages with bulk SQL (INSERT ... SELECT over generate_series; secondary
    indexes are dropped first and rebuilt after, as a restore would), unless the table
-   already holds that many: a seeded database is reused, --reseed starts over.
+   already holds that many: a seeded database is reused, --reseed starts over. A million
+   rows take about a minute to insert and five to index (the trigram index is most of it)
+   on a shared 2-core machine.
    Variety: 20 queues (skewed), four statuses, four death reasons, 30 exception types,
    ~600 failure groups, bodies of 300-1000 bytes of JSON-like text built from ~1,500
    words, one rare term in 25 rows and common words in a third of them.
