@@ -3,13 +3,16 @@
 import base64
 import binascii
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
 
 from dlq import mgmt
 from dlq.models import DrainedQueue, Message, Status
 from dlq.ops_models import AuditAction, AuditEntry, Replay
 
 MAX_LIMIT = 500
+# A search or a time range first scans this many ids in id order (see page()).
+PAGE_WINDOW = 5_000
+MISJUDGED_COLUMNS = {"search_text", "received_at"}
 # Columns the list does not show; the detail reads the whole row.
 LIST_DEFERRED = ("body", "properties_json", "headers_json", "exception_stacktrace", "search_text")
 EXACT_FILTERS = {
@@ -59,15 +62,65 @@ def filter_messages(filters: dict):
 
 
 def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:
-    """One keyset page of messages (without the columns the list does not show)."""
-    return keyset(qs.defer(*LIST_DEFERRED), cursor, limit)
+    """One keyset page of messages (without the columns the list does not show).
+
+    The planner finds a newest-first page well for the exact-match filters (their indexes
+    end in id, and its estimates of them are good), but not for a text search, whose
+    frequency it cannot estimate, nor for a received_at range, whose rows it assumes spread
+    evenly over the ids: either may walk the id index through most of a million rows. Those
+    two take two steps: the newest PAGE_WINDOW ids below the cursor in id order, where a page
+    of a busy list is found at once; and only when they hold less than a page, the matches
+    below them, collected with the filters' best index (the id order hidden from the
+    planner), newest first. A cursor that decode_cursor refuses is a ValueError.
+    """
+    qs = qs.defer(*LIST_DEFERRED)
+    if not _filters_on(qs.query.where, MISJUDGED_COLUMNS):
+        return keyset(qs, cursor, limit)
+    top = decode_cursor(cursor) if cursor else _next_id()
+    if top is None:
+        raise ValueError("not a cursor this API gave out")
+    floor = max(top - PAGE_WINDOW, 1)
+    qs = qs.filter(id__lt=top)
+    rows = list(qs.filter(id__gte=floor)[: limit + 1])
+    if len(rows) <= limit and floor > 1:
+        rows += _newest_below(qs, floor, limit + 1 - len(rows))
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].id)
+
+
+def _filters_on(where, columns: set[str]) -> bool:
+    """Whether a query's WHERE (nested AND/OR included) tests any of `columns`."""
+    for child in where.children:
+        if hasattr(child, "children"):
+            if _filters_on(child, columns):
+                return True
+        elif getattr(getattr(child.lhs, "target", None), "column", None) in columns:
+            return True
+    return False
+
+
+def _next_id() -> int:
+    newest = Message.objects.order_by("-id").values_list("id", flat=True).first()
+    return (newest or 0) + 1
+
+
+def _newest_below(qs, floor: int, count: int) -> list[Message]:
+    """The `count` newest rows of `qs` below id `floor`, whatever their density."""
+    below = qs.filter(id__lt=floor).annotate(unordered_id=F("id") + 0)
+    ids = list(below.order_by("-unordered_id").values_list("id", flat=True)[:count])
+    return list(qs.filter(id__in=ids)) if ids else []
 
 
 def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:
     """One keyset page of a newest-first queryset (ids below the cursor's) and the cursor of
     the next, if any."""
     if cursor:
-        qs = qs.filter(id__lt=decode_cursor(cursor))
+        top = decode_cursor(cursor)
+        if top is None:
+            raise ValueError("not a cursor this API gave out")  # callers validate it first
+        qs = qs.filter(id__lt=top)
     rows = list(qs[: limit + 1])
     if len(rows) <= limit:
         return rows, None
@@ -183,16 +236,28 @@ def filter_audit(filters: dict):
 
 def queue_overview() -> list[dict]:
     """Drained queues and queues holding stored messages, with counts and broker depth."""
-    stored = {
-        (row["vhost"], row["queue"]): row
-        for row in Message.objects.order_by()
-        .values("vhost", "queue")
-        .annotate(parked=Count("id", filter=Q(status=Status.PARKED)), last=Max("received_at"))
-    }
+    stored = _stored_per_queue()
     known = {(q.vhost, q.name): q for q in DrainedQueue.objects.all()}
     keys = sorted(set(stored) | set(known))
     depths = broker_depths(sorted({vhost for vhost, _ in keys}))
     return [_queue_row(key, stored.get(key), known.get(key), depths) for key in keys]
+
+
+def _stored_per_queue() -> dict[tuple[str, str], dict]:
+    """Parked count and last arrival per (vhost, queue), exact: counted on every request by
+    an index-only scan of msg_overview (no table row is read), one group per status."""
+    per_status = (
+        Message.objects.order_by()
+        .values("vhost", "queue", "status")
+        .annotate(count=Count("*"), last=Max("received_at"))
+    )
+    stored = {}
+    for row in per_status:
+        entry = stored.setdefault((row["vhost"], row["queue"]), {"parked": 0, "last": None})
+        if row["status"] == Status.PARKED:
+            entry["parked"] = row["count"]
+        entry["last"] = max(row["last"], entry["last"] or row["last"])
+    return stored
 
 
 def _queue_row(key, stored: dict | None, known: DrainedQueue | None, depths: dict) -> dict:
