@@ -56,7 +56,7 @@ def drop(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dlq', '0011_partial_lineage_index'),  # re-linked at merge
+        ('dlq', '0012_list_indexes'),
     ]
 
     operations = [
