@@ -5,7 +5,7 @@ import json
 from django.shortcuts import render
 
 from dlq import queries
-from dlq.api_audit import _csv as csv_response
+from dlq.api_audit import csv_response
 from dlq.forms_ops import parse_audit
 from dlq.ops_models import AuditAction
 from dlq.roles import VIEWER

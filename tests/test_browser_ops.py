@@ -8,12 +8,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from dlq import jobtasks
 from dlq.models import Message, Status
 from dlq.ops_models import Job, JobStatus
 from tests.browser import log_in, screenshot
+from tests.celeryworker import jobs_on_worker
 from tests.factories import make_messages, make_user
-from tests.test_jobs_worker import Worker
 from tests.topology import Topology, depth, wait_depth
 from tests.uiops import a_job
 
@@ -30,20 +29,8 @@ def top(channel, cleanup_queues, unique):
 
 @pytest.fixture
 def worker(top, monkeypatch):
-    """`celery -A console worker` on the test's own Celery queue; the pages hand their jobs
-    to it exactly as jobtasks.start does, only on that queue."""
-    queue = top.name("celery")
-    top.cleanup["queues"].append(queue)
-    top.cleanup["exchanges"].append(queue)
-    running = Worker(queue)
-    try:
-        running.wait_ready()
-        monkeypatch.setattr(
-            jobtasks, "start", lambda job: jobtasks.run_job.apply_async((job.pk,), queue=queue)
-        )
+    with jobs_on_worker(top, monkeypatch) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def operator_logs_in(page, live_server):
