@@ -59,6 +59,9 @@ def audit_list(request):
     csv_query.pop("cursor", None)
     more = request.GET.copy()
     more["cursor"] = next_cursor or ""
+    first = csv_query.copy()
+    first.pop("format")
     context.update(rows=[_row(e) for e in rows], next_query=more.urlencode() if next_cursor
-                   else None, csv_query=csv_query.urlencode())  # fmt: skip
+                   else None, csv_query=csv_query.urlencode(), paged=bool(query.cursor),
+                   first_query=first.urlencode())  # fmt: skip
     return render(request, "audit/list.html", context)

@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -31,7 +30,8 @@ SAMPLE = 10
 def group_list(request):
     query = GroupQuery(request.GET)
     if not query.is_valid():
-        return HttpResponseBadRequest("window must be one of 1h, 24h, 7d, 30d, all")
+        context = {"errors": query.errors, "windows": [*ops_queries.WINDOWS, "all"]}
+        return render(request, "groups/list.html", context, status=400)
     window = query.cleaned_data["window"] or ops_queries.DEFAULT_WINDOW
     since = ops_queries.window_start(window)
     groups = ops_queries.failure_groups(since, query.cleaned_data["queue"] or None)

@@ -154,7 +154,7 @@ def test_it_filters_by_time_range(viewer):
 def test_bad_input_is_a_400_with_a_clear_message(viewer, query, field):
     response = viewer.get(f"/messages/?{query}")
     assert response.status_code == 400
-    assert f"<li>{field}: " in text(response)
+    assert f"<li><code>{field}</code>: " in text(response)
     assert "The filter could not be read" in text(response)
 
 
@@ -183,7 +183,7 @@ def test_an_htmx_request_gets_only_the_table(viewer):
     assert response.status_code == 200
     assert "<table" in text(response) and "<html" not in text(response)
     bad = viewer.get("/messages/?status=lost", headers={"HX-Request": "true"})
-    assert bad.status_code == 400 and "<html" not in text(bad) and "status: " in text(bad)
+    assert bad.status_code == 400 and "<html" not in text(bad) and "status</code>: " in text(bad)
 
 
 def test_the_count_is_only_made_when_asked_and_is_capped(viewer, monkeypatch):

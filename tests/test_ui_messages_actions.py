@@ -124,7 +124,7 @@ def test_it_replays_to_a_real_queue_and_shows_the_outcome(channel, top, operator
     assert get(channel, work)[2] == b"replay me"
     message.refresh_from_db()
     assert message.status == Status.REPLAYED
-    assert '<span class="badge outcome-confirmed">confirmed</span>' in text(response)
+    assert '<span class="badge badge-confirmed">confirmed</span>' in text(response)
 
 
 def test_an_unroutable_replay_says_so_and_stays_parked(top, operator):
