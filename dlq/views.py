@@ -7,6 +7,7 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from dlq import charts, ops_queries, queries
 from dlq.roles import ADMIN, OPERATOR, VIEWER, has_role, require_role, role_of
@@ -46,6 +47,7 @@ def _queues_with_arrivals(now) -> list[dict]:
     return queues
 
 
+@require_safe
 @role_view(VIEWER)
 def overview(request):
     now = timezone.now()

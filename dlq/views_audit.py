@@ -3,6 +3,7 @@
 import json
 
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from dlq import queries
 from dlq.api_audit import csv_response
@@ -44,6 +45,7 @@ def _row(entry) -> dict:
             "detail": _detail(entry)}  # fmt: skip
 
 
+@require_safe
 @role_view(VIEWER)
 def audit_list(request):
     query, errors = parse_audit(request.GET)

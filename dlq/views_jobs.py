@@ -4,7 +4,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from dlq import jobs, ops_queries, queries
 from dlq.actions import ActionError
@@ -16,6 +16,7 @@ from dlq.views import role_view
 PAGE = 50
 
 
+@require_safe
 @role_view(VIEWER)
 def job_list(request):
     """Active jobs, then finished ones newest first, keyset-paginated by id."""
@@ -43,6 +44,7 @@ def _progress(job: Job) -> dict:
     }
 
 
+@require_safe
 @role_view(VIEWER)
 def job_detail(request, pk):
     """The job; with htmx, only its progress fragment (polled while the job is active)."""

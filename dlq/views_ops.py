@@ -12,7 +12,7 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from dlq import amqp, jobs, jobtasks, ops_queries, replay, routes
 from dlq.actions import ActionError
@@ -26,6 +26,7 @@ from dlq.views import role_view
 SAMPLE = 10
 
 
+@require_safe
 @role_view(VIEWER)
 def group_list(request):
     query = GroupQuery(request.GET)
