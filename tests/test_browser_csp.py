@@ -1,8 +1,8 @@
 """Every main page in a real browser under the Content-Security-Policy, with an XSS payload
 wherever message-derived text appears (body, headers, queue names, exception text, audit
 reasons and diffs, a job's failed items, group samples, the chart's labels): no policy
-violation is reported, no payload runs or becomes an element, htmx still works, and times
-show in the reader's zone (converted once, UTC on hover)."""
+violation is reported, no payload runs or becomes an element, every form control has a label,
+htmx still works, and times show in the reader's zone (converted once, UTC on hover)."""
 
 import re
 from datetime import UTC, datetime
@@ -25,6 +25,12 @@ document.addEventListener("securitypolicyviolation", function (e) {
   window.__violations.push(e.violatedDirective + " " + e.blockedURI);
 });
 """
+
+UNLABELLED = """Array.from(document.querySelectorAll(
+  "input:not([type=hidden]):not([type=submit]):not([type=button]), select, textarea"))
+  .filter(el => !el.labels.length && !el.getAttribute("aria-label")
+                && !el.getAttribute("aria-labelledby"))
+  .map(el => el.outerHTML.slice(0, 160))"""
 
 
 @pytest.fixture
@@ -64,6 +70,7 @@ def clean(page) -> None:
     assert page.problems == [], page.url
     assert page.locator("img[src=x]").count() == 0, page.url
     assert page.locator("script:not([src])").count() == 0, page.url
+    assert page.evaluate(UNLABELLED) == [], page.url
 
 
 def visit(page, url: str, shot: str | None = None) -> None:
