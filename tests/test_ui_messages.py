@@ -10,30 +10,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from dlq.models import Message, Status
-from tests.factories import client_for, make_message, make_messages, make_user
+from tests.factories import client_for, make_message, make_messages, make_user, post
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
-
-
 def text(response) -> str:
     return response.content.decode()
-
-
-def post(client: Client, url: str, data: dict):
-    """POST as a browser does: with the CSRF token from the cookie a page has set."""
-    client.get("/messages/")
-    token = client.cookies["csrftoken"].value
-    return client.post(url, data, headers={"X-CSRFToken": token})
 
 
 def row_ids(response) -> list[int]:

@@ -11,15 +11,10 @@ from django.utils import timezone
 
 from dlq import actions, audit
 from dlq.ops_models import AuditEntry
-from tests.factories import client_for, make_messages, make_user
+from tests.factories import make_messages
 from tests.uiops import body
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
 
 
 @pytest.fixture

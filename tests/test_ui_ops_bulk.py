@@ -8,32 +8,13 @@ from urllib.parse import quote
 
 import pytest
 
-from dlq import jobs, jobtasks
+from dlq import jobs
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Job
-from tests.factories import client_for, make_messages, make_user
-from tests.topology import Topology
-from tests.uiops import body, post, review_url
+from tests.factories import make_messages, post
+from tests.uiops import body, review_url
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def started(monkeypatch):
-    """The jobs the page handed to the worker queue."""
-    handed = []
-    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
-    return handed
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def test_it_reviews_a_group_with_count_sample_and_route(operator, top):

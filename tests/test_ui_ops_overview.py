@@ -17,11 +17,6 @@ from tests.uiops import a_job, body
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
-
-
 def row_of(text: str, label: str) -> list[str]:
     """The cells of the table row whose first cell shows `label`."""
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", text, re.S):

@@ -13,8 +13,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry
-from tests.factories import client_for, make_message, make_user
-from tests.uiops import a_job, body, post
+from tests.factories import client_for, make_message, make_user, post
+from tests.uiops import a_job, body
 
 pytestmark = pytest.mark.django_db
 
