@@ -94,6 +94,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"  # not the admin's "logged out" page
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

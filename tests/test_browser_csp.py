@@ -98,6 +98,7 @@ def test_every_page_runs_under_the_policy_and_shows_payloads_as_text(tokyo, live
     page.wait_for_url(re.compile(r"q=onerror"))  # htmx pushed the URL: it runs under the policy
     expect(page.locator("table.msg-table caption")).to_contain_text("(filtered)")
     assert page.locator("table.msg-table tbody tr").count() == 3
+    expect(page.locator("#results-announce")).to_have_text("3 messages shown.")  # live region
     page.get_by_role("button", name="count them").click()
     expect(page.locator("#match-count")).to_have_text("3 messages match")
     assert page.evaluate("window.stillTheSamePage") is True
@@ -130,6 +131,13 @@ def test_every_page_runs_under_the_policy_and_shows_payloads_as_text(tokyo, live
     expect(page.locator("ul.selection")).to_contain_text(queue)
     for url in ("/alerts/", "/alerts/attempts/", "/alerts/rules/"):
         visit(page, f"{live_server.url}{url}")
+
+    page.keyboard.press("Tab")  # the first stop is the skip link, and focus shows
+    assert page.evaluate("document.activeElement.className") == "skip"
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(f"{live_server.url}/login/")
+    clean(page)
 
 
 def test_times_show_in_the_readers_zone_once_with_utc_on_hover(tokyo, live_server):

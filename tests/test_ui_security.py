@@ -139,6 +139,13 @@ def test_the_login_page_never_redirects_off_the_site(target):
     assert response.status_code == 302 and response["Location"] == "/"
 
 
+def test_logging_out_goes_to_the_login_page_and_never_off_the_site():
+    client = client_for(make_user("viewer"))
+    response = post(client, "/logout/?next=https://evil.example/")
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert client.get("/").status_code == 302
+
+
 def test_templates_have_no_inline_script_handler_or_unescaped_output():
     for path in TEMPLATES.rglob("*.html"):
         text = path.read_text()
