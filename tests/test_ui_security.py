@@ -68,6 +68,18 @@ def test_anonymous_users_only_ever_reach_the_login_page(message):
         assert response.status_code == 302 and response["Location"].startswith("/login/"), url
 
 
+@pytest.mark.parametrize(
+    ("page", "back"),
+    [("http://testserver/messages/?q=x", "/messages/%3Fq%3Dx"), ("https://evil.example/", "/"),
+     ("http://testserver//evil.example/", "/")],
+)  # fmt: skip
+def test_an_htmx_request_without_a_session_sends_the_whole_page_to_login(page, back):
+    headers = {"HX-Request": "true", "HX-Current-URL": page}
+    response = Client().get("/messages/count/", headers=headers)
+    assert response.status_code == 200 and response.content == b""
+    assert response["HX-Redirect"] == f"/login/?next={back}"
+
+
 def test_a_viewer_can_post_nothing_anywhere(message):
     job = a_job([message.pk])
     viewer = client_for(make_user("viewer"))
