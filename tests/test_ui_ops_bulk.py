@@ -36,6 +36,7 @@ def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
     assert f"→ <code>{other}</code>, <code>{work}</code>" in text  # the route preview
     assert "Fan-out: at least one message would reach several queues" in text
     assert "Replay 12 messages" in text
+    assert f'<a href="/messages/?group={messages[0].group}">Cancel</a>' in text
 
 
 def test_it_previews_a_custom_target_and_an_unknown_exchange(operator, top):
