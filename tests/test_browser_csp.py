@@ -6,6 +6,7 @@ htmx still works, and times show in the reader's zone (converted once, UTC on ho
 
 import re
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import expect
@@ -49,6 +50,10 @@ def tokyo(browser):
     context.close()
 
 
+def tokyo_hour(iso: str) -> str:
+    return datetime.fromisoformat(iso).astimezone(ZoneInfo("Asia/Tokyo")).strftime("%H:%M")
+
+
 def hostile_data(unique) -> dict:
     """Payloads in every place a page shows text that came from a message or an operator."""
     queue = f"{unique}{XSS}.dlq"
@@ -88,6 +93,10 @@ def test_every_page_runs_under_the_policy_and_shows_payloads_as_text(tokyo, live
     log_in(page, live_server, data["operator"].username, PASSWORD)
     clean(page)
     expect(page.locator("figure .legend")).to_contain_text(XSS)  # the chart's label
+    ticks = page.eval_on_selector_all(
+        "svg.chart text[data-at]", "els => els.map(e => [e.getAttribute('data-at'), e.textContent])"
+    )
+    assert len(ticks) == 6 and all(label == tokyo_hour(at) for at, label in ticks), ticks
     expect(page.locator("table.groups")).to_contain_text(XSS)  # top groups' sample
     expect(page.locator("main")).to_contain_text(f"{unique}{XSS}.dlq")  # the queue's name
     screenshot(page, "csp-overview")
