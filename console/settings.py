@@ -32,6 +32,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from any process (gunicorn in the image, `make run`), DEBUG or not.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "dlq.csp.csp_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -95,6 +96,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"  # not the admin's "logged out" page
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -28,12 +28,12 @@ def list_audit(request, params: Query[AuditQuery]):
     matching row (cells starting with = + - @ are prefixed with ' for spreadsheets)."""
     entries = queries.filter_audit(params.filters())
     if params.format == "csv":
-        return _csv(request, entries)
+        return csv_response(request, entries)
     rows, next_cursor = queries.keyset(entries, params.cursor, params.limit)
     return {"results": rows, "next_cursor": next_cursor}
 
 
-def _csv(request, entries) -> StreamingHttpResponse:
+def csv_response(request, entries) -> StreamingHttpResponse:
     response = StreamingHttpResponse(_csv_chunks(entries), content_type="text/csv; charset=utf-8")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = f'attachment; filename="dlq-audit-{stamp}.csv"'

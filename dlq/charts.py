@@ -30,9 +30,9 @@ def _axes(buckets: list[datetime], peak: int) -> SafeString:
     base, step = HEIGHT - BOTTOM, (WIDTH - LEFT - RIGHT) / max(1, len(buckets) - 1)
     ticks = format_html_join(
         "",
-        '<text x="{}" y="{}" text-anchor="middle" class="tick">{}</text>',
-        ((f"{LEFT + i * step:.1f}", HEIGHT - 8, f"{b:%H}:00") for i, b in enumerate(buckets)
-         if i % 4 == 0),
+        '<text x="{}" y="{}" text-anchor="middle" class="tick" data-at="{}">{}</text>',
+        ((f"{LEFT + i * step:.1f}", HEIGHT - 8, b.isoformat(), f"{b:%H}:00 UTC")
+         for i, b in enumerate(buckets) if i % 4 == 0),
     )  # fmt: skip
     return format_html(
         '<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" class="axis"/>'
@@ -74,7 +74,7 @@ def arrivals_chart(buckets: list[datetime], series: dict[str, list[int]]) -> Saf
     svg = format_html(
         '<svg class="chart" viewBox="0 0 {w} {h}" role="img" '
         'aria-labelledby="arrivals-title arrivals-desc">'
-        '<title id="arrivals-title">Arrivals per hour, last 24 hours (UTC)</title>'
+        '<title id="arrivals-title">Arrivals per hour, last 24 hours</title>'
         '<desc id="arrivals-desc">Arrivals per queue in the last 24 hours: {summary}. '
         "The busiest hour had {peak}.</desc>{axes}{lines}</svg>",
         w=WIDTH, h=HEIGHT, summary=summary, peak=peak, axes=_axes(buckets, peak),

@@ -4,12 +4,26 @@ overview. Pages of one concept live in their own module (views_alerts.py)."""
 from datetime import timedelta
 from functools import wraps
 
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_safe
+from django_htmx.http import HttpResponseClientRedirect
 
 from dlq import charts, heartbeat, ops_queries, queries
 from dlq.roles import ADMIN, OPERATOR, VIEWER, has_role, require_role, role_of
+
+
+def _to_login(request):
+    """The login page. An htmx request (a fragment, a poll) sends the whole browser there, to
+    come back to the page it was on, not the login form swapped into a fragment."""
+    if not request.htmx:
+        return redirect_to_login(request.get_full_path())
+    back = request.htmx.current_url_abs_path or "/"
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = "/"  # the header is the client's word
+    return HttpResponseClientRedirect(redirect_to_login(back).url)
 
 
 def role_view(needed: str):
@@ -18,8 +32,9 @@ def role_view(needed: str):
 
     def decorate(view):
         @wraps(view)
-        @login_required
         def wrapper(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return _to_login(request)
             require_role(request.user, needed)
             return view(request, *args, **kwargs)
 
@@ -46,6 +61,7 @@ def _queues_with_arrivals(now) -> list[dict]:
     return queues
 
 
+@require_safe
 @role_view(VIEWER)
 def overview(request):
     now = timezone.now()

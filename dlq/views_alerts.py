@@ -4,7 +4,7 @@ dlq.channels / dlq.alerts; these views only check the role, validate and render.
 from django.contrib import messages
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from dlq import alerts, channels
 from dlq.forms_alerts import AttemptQuery, ChannelForm, MuteForm, RuleForm
@@ -15,6 +15,7 @@ from dlq.views import role_view
 ATTEMPTS_PAGE = 50
 
 
+@require_safe
 @role_view(VIEWER)
 def channel_list(request):
     rows = AlertChannel.objects.order_by("name")
@@ -116,6 +117,7 @@ def _test_outcome(channel: AlertChannel, attempt: AlertAttempt) -> tuple[int, st
     return messages.ERROR, f"Test alert to {channel.name}: {attempt.status} ({attempt.error})."
 
 
+@require_safe
 @role_view(VIEWER)
 def attempt_list(request):
     """Newest first, keyset-paginated by id (no COUNT over a growing table)."""
@@ -138,6 +140,7 @@ def attempt_list(request):
     return render(request, template, context)
 
 
+@require_safe
 @role_view(VIEWER)
 def rule_list(request):
     context = {

@@ -3,9 +3,10 @@
 import json
 
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from dlq import queries
-from dlq.api_audit import _csv as csv_response
+from dlq.api_audit import csv_response
 from dlq.forms_ops import parse_audit
 from dlq.ops_models import AuditAction
 from dlq.roles import VIEWER
@@ -44,6 +45,7 @@ def _row(entry) -> dict:
             "detail": _detail(entry)}  # fmt: skip
 
 
+@require_safe
 @role_view(VIEWER)
 def audit_list(request):
     query, errors = parse_audit(request.GET)
@@ -59,6 +61,9 @@ def audit_list(request):
     csv_query.pop("cursor", None)
     more = request.GET.copy()
     more["cursor"] = next_cursor or ""
+    first = csv_query.copy()
+    first.pop("format")
     context.update(rows=[_row(e) for e in rows], next_query=more.urlencode() if next_cursor
-                   else None, csv_query=csv_query.urlencode())  # fmt: skip
+                   else None, csv_query=csv_query.urlencode(), paged=bool(query.cursor),
+                   first_query=first.urlencode())  # fmt: skip
     return render(request, "audit/list.html", context)

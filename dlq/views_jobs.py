@@ -1,9 +1,10 @@
 """Bulk jobs: the list (running first), a job's page with live progress, cancel."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
-from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from dlq import jobs, ops_queries, queries
 from dlq.actions import ActionError
@@ -15,15 +16,18 @@ from dlq.views import role_view
 PAGE = 50
 
 
+@require_safe
 @role_view(VIEWER)
 def job_list(request):
     """Active jobs, then finished ones newest first, keyset-paginated by id."""
     cursor = request.GET.get("cursor") or None
     if cursor and queries.decode_cursor(cursor) is None:
-        return HttpResponseBadRequest("not a cursor this page gave out")
+        errors = {"cursor": ["not a cursor this page gave out"]}
+        return render(request, "jobs/list.html", {"errors": errors}, status=400)
     finished, next_cursor = queries.keyset(ops_queries.finished_jobs(), cursor, PAGE)
     active = [] if cursor else ops_queries.active_jobs()
-    context = {"active": active, "finished": finished, "next_cursor": next_cursor}
+    context = {"active": active, "finished": finished, "paged": bool(cursor),
+               "next_query": urlencode({"cursor": next_cursor}) if next_cursor else ""}  # fmt: skip
     return render(request, "jobs/list.html", context)
 
 
@@ -40,6 +44,7 @@ def _progress(job: Job) -> dict:
     }
 
 
+@require_safe
 @role_view(VIEWER)
 def job_detail(request, pk):
     """The job; with htmx, only its progress fragment (polled while the job is active)."""

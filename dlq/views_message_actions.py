@@ -78,27 +78,27 @@ def _tell_outcome(request, result: actions.ReplayResult) -> None:
     messages.error(request, f"Replay outcome: {result.outcome}{detail}. The message stays parked.")
 
 
+def _reason_action(request, pk: int, name: str, act, done: str):
+    """Discard and restore: only a reason, then the action and a word on the page."""
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReasonForm(request.POST, prefix=name)
+
+    def run(reason):
+        act(pk, request.user, reason, request_id(request))
+        messages.success(request, done)
+
+    return _act(request, pk, form, f"{name}_form", run)
+
+
 @require_POST
 @role_view(OPERATOR)
 def message_discard(request, pk: int):
-    get_object_or_404(Message.objects.only("id"), pk=pk)
-    form = ReasonForm(request.POST, prefix="discard")
-
-    def discard(reason):
-        actions.discard(pk, request.user, reason, request_id(request))
-        messages.success(request, "Message discarded; it can be restored.")
-
-    return _act(request, pk, form, "discard_form", discard)
+    done = "Message discarded; it can be restored."
+    return _reason_action(request, pk, "discard", actions.discard, done)
 
 
 @require_POST
 @role_view(OPERATOR)
 def message_restore(request, pk: int):
-    get_object_or_404(Message.objects.only("id"), pk=pk)
-    form = ReasonForm(request.POST, prefix="restore")
-
-    def restore(reason):
-        actions.restore(pk, request.user, reason, request_id(request))
-        messages.success(request, "Message restored: it is parked again.")
-
-    return _act(request, pk, form, "restore_form", restore)
+    done = "Message restored: it is parked again."
+    return _reason_action(request, pk, "restore", actions.restore, done)

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_safe
 
 from dlq import amqp, bodyview, deaths, messageview, queries, replay, routes
 from dlq.forms_messages import (
@@ -23,6 +24,7 @@ from dlq.views import role_view
 COUNT_CAP = 10_000  # counting stops here: an exact count of a million rows costs seconds
 
 
+@require_safe
 @role_view(VIEWER)
 def message_list(request):
     filters, cursor, errors = parse_list_query(request.GET)
@@ -50,6 +52,7 @@ def message_list(request):
     return response
 
 
+@require_safe
 @role_view(VIEWER)
 def message_count(request):
     """How many messages match the filter, counted only when asked and only up to a cap."""
@@ -62,6 +65,7 @@ def message_count(request):
     return render(request, "messages/_count.html", context)
 
 
+@require_safe
 @role_view(VIEWER)
 def message_detail(request, pk: int):
     message = queries.detail(pk)
@@ -104,6 +108,7 @@ def _action_forms(message: Message, bound: dict) -> dict:
     return {}
 
 
+@require_safe
 @role_view(VIEWER)
 def message_raw(request, pk: int):
     """The stored body byte for byte, as a download (never rendered by the browser)."""
@@ -113,6 +118,7 @@ def message_raw(request, pk: int):
     return response
 
 
+@require_safe
 @role_view(VIEWER)
 def route_preview(request, pk: int):
     """Where a replay to the chosen target would go now (loaded into the replay form)."""

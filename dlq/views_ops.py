@@ -9,16 +9,22 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from dlq import amqp, jobs, jobtasks, ops_queries, replay, routes
 from dlq.actions import ActionError
 from dlq.api_base import request_id
-from dlq.forms_ops import ConfirmForm, GroupQuery, Selection, TargetForm, parse_selection
+from dlq.forms_ops import (
+    FILTER_NAMES,
+    ConfirmForm,
+    GroupQuery,
+    Selection,
+    TargetForm,
+    parse_selection,
+)
 from dlq.models import Message, Status
 from dlq.queries import filter_messages
 from dlq.roles import OPERATOR, VIEWER
@@ -27,11 +33,13 @@ from dlq.views import role_view
 SAMPLE = 10
 
 
+@require_safe
 @role_view(VIEWER)
 def group_list(request):
     query = GroupQuery(request.GET)
     if not query.is_valid():
-        return HttpResponseBadRequest("window must be one of 1h, 24h, 7d, 30d, all")
+        context = {"errors": query.errors, "windows": [*ops_queries.WINDOWS, "all"]}
+        return render(request, "groups/list.html", context, status=400)
     window = query.cleaned_data["window"] or ops_queries.DEFAULT_WINDOW
     since = ops_queries.window_start(window)
     groups = ops_queries.failure_groups(since, query.cleaned_data["queue"] or None)
@@ -101,6 +109,12 @@ def _confirm_url(selection: Selection, target_form: TargetForm) -> str:
     return f"{reverse('ops:bulk_review')}?{urlencode(pairs)}"
 
 
+def _back_url(query) -> str:
+    """Cancel goes to the messages list showing the filter as the operator gave it."""
+    given = [(name, query[name]) for name in FILTER_NAMES if query.get(name)]
+    return f"{reverse('messages:list')}?{urlencode(given)}" if given else reverse("messages:list")
+
+
 @require_http_methods(["GET", "POST"])
 @role_view(OPERATOR)
 def bulk_review(request):
@@ -119,7 +133,8 @@ def bulk_review(request):
             return redirect("ops:job", job.pk)
     context = {"selection": selection, "target_form": target_form, "confirm": confirm,
                "replaying": replaying, "confirm_url": _confirm_url(selection, target_form),
-               "hidden": selection.params(), **review}  # fmt: skip
+               "hidden": selection.params(), "back_url": _back_url(request.GET),
+               **review}  # fmt: skip
     bad = request.method == "POST" or (replaying and not target_form.is_valid())
     return render(request, "bulk/review.html", context, status=400 if bad else 200)
 

@@ -69,3 +69,15 @@ def log_in(page, live_server, username: str, password: str) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{live_server.url}/")
+
+
+def forged_post(page, url: str) -> int:
+    """The status of a POST the page did not offer, made from it with its own CSRF token."""
+    return page.evaluate(
+        """async (url) => {
+            const token = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+            const response = await fetch(url, {method: "POST", headers: {"X-CSRFToken": token}});
+            return response.status;
+        }""",
+        url,
+    )

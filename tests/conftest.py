@@ -5,8 +5,11 @@ import uuid
 
 import pytest
 
-from dlq import amqp
+from dlq import amqp, jobtasks
 from dlq.drain import Drainer
+from tests.celeryworker import jobs_on_worker
+from tests.factories import client_for, make_user
+from tests.topology import Topology
 
 pytest_plugins = ["tests.alertfactory", "tests.browser", "tests.httprecorder"]
 
@@ -40,6 +43,42 @@ def cleanup_queues(channel):
     for name in made["exchanges"]:
         ch.exchange_delete(name)
     conn.close()
+
+
+@pytest.fixture
+def top(channel, cleanup_queues, unique):
+    return Topology(channel, cleanup_queues, unique)
+
+
+@pytest.fixture
+def viewer():
+    """A logged-in browser session (a module's own fixture may give a token client)."""
+    return client_for(make_user("viewer"))
+
+
+@pytest.fixture
+def operator():
+    return client_for(make_user("operator"))
+
+
+@pytest.fixture
+def admin():
+    return client_for(make_user("admin"))
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The jobs a page or the API handed to the worker queue, in order (none runs)."""
+    handed = []
+    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
+    return handed
+
+
+@pytest.fixture
+def worker(top, monkeypatch):
+    """A real Celery worker that runs the jobs pages and the API hand over."""
+    with jobs_on_worker(top, monkeypatch) as running:
+        yield running
 
 
 def publish(ch, exchange: str, routing_key: str, body: bytes, headers: dict | None = None,

@@ -90,3 +90,11 @@ def client_for(user: User, token: bool = False) -> Client:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     return client
+
+
+def post(client: Client, url: str, data: dict | None = None, follow: bool = False):
+    """POST as a browser does: with the CSRF token from the cookie a page has set (the login
+    page sets it for anyone)."""
+    client.get("/login/")
+    token = client.cookies["csrftoken"].value
+    return client.post(url, data or {}, headers={"X-CSRFToken": token}, follow=follow)

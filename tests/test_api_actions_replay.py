@@ -6,14 +6,9 @@ from dlq import actions
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Replay
 from tests.factories import client_for, make_message, make_user
-from tests.topology import Topology, get
+from tests.topology import get
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 @pytest.fixture

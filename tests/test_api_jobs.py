@@ -9,27 +9,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dlq import jobs, jobtasks
+from dlq import jobs
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Job
 from tests.factories import client_for, make_messages, make_user
-from tests.topology import Topology, depth, wait_depth
+from tests.topology import depth, wait_depth
 
 pytestmark = pytest.mark.django_db
 RUNS_JOBS = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def started(monkeypatch):
-    """The jobs the API handed to the worker queue, in order."""
-    handed = []
-    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
-    return handed
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 @pytest.fixture

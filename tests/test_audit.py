@@ -9,14 +9,8 @@ from django.db import DatabaseError, connection, transaction
 from dlq import actions, audit, jobs
 from dlq.ops_models import AuditEntry
 from tests.factories import make_messages, make_user
-from tests.topology import Topology
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _new_rows(before: int) -> list[AuditEntry]:

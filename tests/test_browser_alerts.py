@@ -6,7 +6,7 @@ import pytest
 
 from dlq import channels
 from dlq.models import AlertChannel
-from tests.browser import log_in, screenshot
+from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,15 +54,7 @@ def test_a_viewer_sees_no_secret_no_button_and_a_forged_post_fails(page, live_se
     assert HOOK_SECRET not in page.content()
     assert page.get_by_role("button", name="Send test alert").count() == 0
     assert page.get_by_role("link", name="Delete").count() == 0
-    status = page.evaluate(
-        """async (url) => {
-            const token = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
-            const response = await fetch(url, {method: "POST", headers: {"X-CSRFToken": token}});
-            return response.status;
-        }""",
-        f"/alerts/channels/{channel.pk}/delete/",
-    )
-    assert status == 403
+    assert forged_post(page, f"/alerts/channels/{channel.pk}/delete/") == 403
     assert AlertChannel.objects.filter(pk=channel.pk).exists()
 
     page.get_by_role("link", name="Rules and mutes").click()

@@ -7,19 +7,14 @@ import re
 import pytest
 
 from dlq.models import Message, Status
-from tests.browser import log_in, screenshot
+from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_message, make_messages, make_user
-from tests.topology import Topology, get
+from tests.topology import get
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PASSWORD = "a-long-browser-password"
 XSS = "<script>alert(1)</script><img src=x onerror=alert(1)>"
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def operator_page(page, live_server):
@@ -124,6 +119,8 @@ def test_a_viewer_sees_no_action_and_no_selection(page, live_server):
     assert page.get_by_role("button", name=re.compile("Replay|Discard|Save|Restore")).count() == 0
     assert page.get_by_role("link", name="Download the raw bytes").count() == 1
     screenshot(page, "message-detail-viewer")
+    assert forged_post(page, f"/messages/{message.pk}/discard/") == 403
+    assert Message.objects.get(pk=message.pk).status == Status.PARKED
 
 
 def test_an_xss_payload_in_body_and_headers_stays_text(page, live_server):

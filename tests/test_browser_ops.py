@@ -1,20 +1,20 @@
 """The ops pages in a real browser (Debian's headless Chromium) against a live server and a
 real Celery worker: an operator bulk-replays a failure group through the review page and
-watches the progress bar reach done (the messages arrive in the real queue), cancels a
-rate-limited job, and a viewer sees no action button while a forged POST is refused."""
+watches the progress bar reach done (the messages arrive in the real queue), does the same
+from the Messages list (filter, all matching, more than a page), discards a few checked rows,
+cancels a rate-limited job, and a viewer sees no action button while a forged POST is
+refused."""
 
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from dlq import jobtasks
 from dlq.models import Message, Status
 from dlq.ops_models import Job, JobStatus
-from tests.browser import log_in, screenshot
+from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_messages, make_user
-from tests.test_jobs_worker import Worker
-from tests.topology import Topology, depth, wait_depth
+from tests.topology import depth, wait_depth
 from tests.uiops import a_job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -23,32 +23,21 @@ PASSWORD = "a-long-browser-password"
 WAIT = 60_000  # ms: a loaded two-core machine runs a worker, a browser and the server
 
 
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
-
-
-@pytest.fixture
-def worker(top, monkeypatch):
-    """`celery -A console worker` on the test's own Celery queue; the pages hand their jobs
-    to it exactly as jobtasks.start does, only on that queue."""
-    queue = top.name("celery")
-    top.cleanup["queues"].append(queue)
-    top.cleanup["exchanges"].append(queue)
-    running = Worker(queue)
-    try:
-        running.wait_ready()
-        monkeypatch.setattr(
-            jobtasks, "start", lambda job: jobtasks.run_job.apply_async((job.pk,), queue=queue)
-        )
-        yield running
-    finally:
-        running.stop()
-
-
 def operator_logs_in(page, live_server):
     operator = make_user("operator", password=PASSWORD)
     log_in(page, live_server, operator.username, PASSWORD)
+
+
+def operator_on_messages(page, live_server):
+    operator_logs_in(page, live_server)
+    page.get_by_role("link", name="Messages", exact=True).click()
+    page.locator("table.msg-table").wait_for()
+
+
+def wait_for_done(page, total: int) -> None:
+    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
+    expect(page.locator("#job-progress")).to_have_attribute("value", str(total), timeout=WAIT)
+    expect(page.locator("#progress .badge")).to_have_text("done")
 
 
 def test_an_operator_replays_a_group_and_watches_it_finish(page, live_server, top, worker):
@@ -140,16 +129,65 @@ def test_a_viewer_sees_no_action_button_and_a_forged_post_fails(page, live_serve
         "aria-current", "page"
     )
 
-    status = page.evaluate(
-        """async (url) => {
-            const token = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
-            const response = await fetch(url, {method: "POST", headers: {"X-CSRFToken": token}});
-            return response.status;
-        }""",
-        f"/jobs/{job.pk}/cancel/",
-    )
-    assert status == 403
+    assert forged_post(page, f"/jobs/{job.pk}/cancel/") == 403
     job.refresh_from_db()
     assert (job.status, job.cancel_requested) == (JobStatus.PENDING, False)
     response = page.goto(f"{live_server.url}/bulk/review/?action=discard&all=1")
     assert response.status == 403
+
+
+def test_an_operator_replays_all_matching_messages_from_the_list(page, live_server, top, worker):
+    work = top.queue("work")
+    parking = top.name("dlq")
+    body = b'{"sku": "ZEBRA-42"}'
+    chosen = make_messages(55, queue=parking, died_in=work, exchange="", routing_key=work,
+                           body=body)  # fmt: skip
+    others = make_messages(4, queue=parking, died_in=work, exchange="", routing_key=work)
+    operator_on_messages(page, live_server)
+
+    page.get_by_label("Queue").fill(parking)
+    page.get_by_label("Search body and headers").fill("ZEBRA")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"q=ZEBRA"))
+    page.wait_for_function("document.querySelectorAll('table.msg-table tbody tr').length === 50")
+    expect(page.get_by_role("link", name="Older messages")).to_be_visible()  # more than a page
+    page.get_by_role("button", name="count them").click()
+    expect(page.locator("#match-count")).to_have_text("55 messages match")
+    screenshot(page, "bulk-list-filtered")
+    page.get_by_role("button", name="Replay all matching…").click()
+
+    page.wait_for_url(re.compile(r"/bulk/review/\?"))
+    expect(page.locator(".count")).to_contain_text("55 parked messages will be replayed")
+    expect(page.locator("ul.selection")).to_contain_text("ZEBRA")
+    page.get_by_label("Reason").fill("stock service back")
+    screenshot(page, "bulk-review-from-list")
+    page.get_by_role("button", name="Replay 55 messages").click()
+
+    wait_for_done(page, 55)
+    expect(page.locator("table.outcomes")).to_contain_text("confirmed")
+    screenshot(page, "bulk-job-done")
+    wait_depth(top.ch, work, 55, timeout=30)
+    assert depth(top.ch, work) == 55
+    statuses = Message.objects.filter(pk__in=[m.pk for m in chosen]).values_list("status")
+    assert set(statuses) == {(Status.REPLAYED,)}
+    assert not Message.objects.filter(pk__in=[m.pk for m in others]).exclude(status=Status.PARKED)
+
+
+def test_an_operator_discards_a_few_checked_rows(page, live_server, top, worker):
+    parked = make_messages(5, queue=top.name("dlq"))
+    checked = parked[1:3]
+    operator_on_messages(page, live_server)
+
+    for message in checked:
+        page.get_by_label(f"Select message {message.pk}", exact=True).check()
+    page.get_by_role("button", name="Discard selected…").click()
+
+    page.wait_for_url(re.compile(r"/bulk/review/\?"))
+    expect(page.locator(".count")).to_contain_text("2 parked messages will be discarded")
+    page.get_by_label("Reason").fill("duplicates of orders already shipped")
+    page.get_by_role("button", name="Discard 2 messages").click()
+
+    wait_for_done(page, 2)
+    discarded = Message.objects.filter(status=Status.DISCARDED).values_list("pk", flat=True)
+    assert sorted(discarded) == sorted(m.pk for m in checked)
+    assert Message.objects.filter(status=Status.PARKED).count() == 3

@@ -7,14 +7,9 @@ from dlq import actions
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Replay
 from tests.factories import make_message
-from tests.topology import Topology, depth
+from tests.topology import depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _status(m: Message) -> str:

@@ -5,14 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.conftest import drain_once, publish
-from tests.topology import Topology, get, only, reject, stored, wait_depth, x_death
+from tests.topology import get, only, reject, stored, wait_depth, x_death
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _now_second():

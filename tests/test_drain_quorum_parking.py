@@ -7,14 +7,9 @@ import pytest
 from dlq import amqp, store
 from dlq.ingest import Delivery, build_row
 from tests.conftest import BROKER_URL, drain_once, publish
-from tests.topology import Topology, get, reject, stored, wait_depth
+from tests.topology import get, reject, stored, wait_depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _quorum_parking(top):

@@ -12,18 +12,13 @@ from dlq import actions
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, MessageVersion
 from tests.factories import make_message
-from tests.topology import Topology, get
+from tests.topology import get
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _s(text: str) -> dict:
     return {"type": "longstr", "value": text}
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _json_message(**kwargs) -> Message:

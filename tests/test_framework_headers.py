@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.conftest import drain_once, publish
-from tests.topology import Topology, only, reject, stored
+from tests.topology import only, reject, stored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,11 +22,6 @@ SPRING_TRACE = (
 )
 SYMFONY_ERROR = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\ErrorDetailsStamp"
 SYMFONY_REDELIVERY = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp"
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def test_it_reads_spring_amqp_republished_failures(channel, top):

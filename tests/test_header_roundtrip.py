@@ -9,7 +9,7 @@ import pytest
 
 from dlq import amqp
 from tests.conftest import drain_once, publish
-from tests.topology import Topology, only, reject, stored
+from tests.topology import only, reject, stored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,11 +101,6 @@ PROPERTIES = {
     "app_id": "billing",
     "cluster_id": "c1",
 }
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def test_it_stores_every_field_type_exactly(channel, top):

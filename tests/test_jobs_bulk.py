@@ -11,14 +11,9 @@ from dlq.models import Message, Status
 from dlq.ops_models import ItemState, Job, JobItem, JobStatus, Replay
 from tests.arrivals import check_replayed, close_connection, find_connection, publisher
 from tests.factories import make_messages
-from tests.topology import Topology, depth, wait_depth
+from tests.topology import depth, wait_depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 class Runner(threading.Thread):

@@ -2,83 +2,19 @@
 finishes the job, nothing is marked replayed without a confirm, nothing is lost, and the only
 duplicates are the batch that was in flight."""
 
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from dlq import jobs, jobtasks
 from dlq.models import Message, Status
 from dlq.ops_models import ItemState, Job, JobItem, JobStatus
 from tests.arrivals import check_replayed
+from tests.celeryworker import Worker
 from tests.factories import make_messages
 from tests.topology import Topology
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parent.parent
-CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
-          "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
-
-
-def _database_url() -> str:
-    """The pytest database, for the worker processes."""
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-class Worker:
-    """`celery -A console worker` in its own process group, with its log in a file."""
-
-    def __init__(self, queue: str):
-        self.log = tempfile.TemporaryFile("w+")  # closed by stop()  # noqa: SIM115
-        env = {
-            **os.environ,
-            "DATABASE_URL": _database_url(),
-            "CELERY_TASK_DEFAULT_QUEUE": queue,
-            "DLQ_JOB_STALE_SECONDS": "3",
-        }
-        self.proc = subprocess.Popen(
-            [*CELERY, "-Q", queue, "-n", f"{queue}-{time.monotonic_ns()}@%h"],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while " ready." not in self.output():
-            assert self.proc.poll() is None, f"the worker exited:\n{self.output()[-3000:]}"
-            assert time.monotonic() < deadline, f"no ready worker:\n{self.output()[-3000:]}"
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        """SIGKILL to the whole group: the worker and its pool process die at once."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
 
 
 def _job(job_id: int) -> Job:

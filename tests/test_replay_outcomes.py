@@ -10,14 +10,9 @@ from dlq import actions, amqp, replay
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Outcome, Replay
 from tests.factories import make_message
-from tests.topology import Topology, depth, get, wait_depth
+from tests.topology import depth, get, wait_depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _assert_parked_with(message_id: int, outcome: str) -> Replay:

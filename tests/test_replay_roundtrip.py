@@ -10,7 +10,7 @@ from dlq import actions, amqp
 from dlq.models import Message, Status
 from dlq.ops_models import Outcome, Replay
 from tests.conftest import drain_once, publish
-from tests.topology import Topology, get, reject, stored
+from tests.topology import get, reject, stored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,11 +88,6 @@ def _properties(name: str) -> dict:
         "expiration": "600000",
         "user_id": "guest",
     }
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def test_it_replays_a_message_byte_for_byte_except_the_documented_changes(channel, top):

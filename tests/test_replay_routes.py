@@ -7,14 +7,9 @@ from dlq import actions, jobs, replay, routes
 from dlq.ops_models import Job, Outcome, ReplayOverride
 from tests.conftest import drain_once, publish
 from tests.factories import make_message, make_messages
-from tests.topology import Topology, depth, reject, stored, wait_depth
+from tests.topology import depth, reject, stored, wait_depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def _preview(message, target):

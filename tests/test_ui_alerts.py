@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from dlq import alerts, channels
 from dlq.models import AlertAttempt, AlertChannel, AlertRule, Mute
-from tests.factories import client_for, make_user
+from tests.factories import client_for, make_user, post
 
 pytestmark = pytest.mark.django_db
 
@@ -23,21 +23,6 @@ SECRETS = (SLACK_SECRET, BOT_TOKEN, BOT_TOKEN.split(":")[1], HOOK_SECRET)
 
 
 @pytest.fixture
-def admin():
-    return client_for(make_user("admin"))
-
-
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
-
-
-@pytest.fixture
 def slack():
     return channels.create_channel("slack", "team", url=SLACK_URL)
 
@@ -45,13 +30,6 @@ def slack():
 @pytest.fixture
 def telegram():
     return channels.create_channel("telegram", "oncall", token=BOT_TOKEN, chat_id="-1001")
-
-
-def post(client: Client, url: str, data: dict | None = None, follow: bool = False):
-    """POST as a browser does: with the CSRF token from the cookie a page has set."""
-    client.get("/alerts/")
-    token = client.cookies["csrftoken"].value
-    return client.post(url, data or {}, headers={"X-CSRFToken": token}, follow=follow)
 
 
 def body(response) -> str:

@@ -10,30 +10,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from dlq.models import Message, Status
-from tests.factories import client_for, make_message, make_messages, make_user
+from tests.factories import client_for, make_message, make_messages, make_user, post
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
-
-
 def text(response) -> str:
     return response.content.decode()
-
-
-def post(client: Client, url: str, data: dict):
-    """POST as a browser does: with the CSRF token from the cookie a page has set."""
-    client.get("/messages/")
-    token = client.cookies["csrftoken"].value
-    return client.post(url, data, headers={"X-CSRFToken": token})
 
 
 def row_ids(response) -> list[int]:
@@ -154,7 +137,7 @@ def test_it_filters_by_time_range(viewer):
 def test_bad_input_is_a_400_with_a_clear_message(viewer, query, field):
     response = viewer.get(f"/messages/?{query}")
     assert response.status_code == 400
-    assert f"<li>{field}: " in text(response)
+    assert f"<li><code>{field}</code>: " in text(response)
     assert "The filter could not be read" in text(response)
 
 
@@ -183,7 +166,7 @@ def test_an_htmx_request_gets_only_the_table(viewer):
     assert response.status_code == 200
     assert "<table" in text(response) and "<html" not in text(response)
     bad = viewer.get("/messages/?status=lost", headers={"HX-Request": "true"})
-    assert bad.status_code == 400 and "<html" not in text(bad) and "status: " in text(bad)
+    assert bad.status_code == 400 and "<html" not in text(bad) and "status</code>: " in text(bad)
 
 
 def test_the_count_is_only_made_when_asked_and_is_capped(viewer, monkeypatch):

@@ -4,30 +4,13 @@ with the outcome shown, the route preview, and what the audit and the history ke
 import json
 
 import pytest
-from django.test import Client
 
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, MessageVersion
-from tests.factories import client_for, make_message, make_user
-from tests.topology import Topology, get
+from tests.factories import make_message, post
+from tests.topology import get
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
-
-
-def post(client: Client, url: str, data: dict, follow: bool = False):
-    client.get("/messages/")
-    token = client.cookies["csrftoken"].value
-    return client.post(url, data, headers={"X-CSRFToken": token}, follow=follow)
 
 
 def text(response) -> str:
@@ -124,7 +107,7 @@ def test_it_replays_to_a_real_queue_and_shows_the_outcome(channel, top, operator
     assert get(channel, work)[2] == b"replay me"
     message.refresh_from_db()
     assert message.status == Status.REPLAYED
-    assert '<span class="badge outcome-confirmed">confirmed</span>' in text(response)
+    assert '<span class="badge badge-confirmed">confirmed</span>' in text(response)
 
 
 def test_an_unroutable_replay_says_so_and_stays_parked(top, operator):

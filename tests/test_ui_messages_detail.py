@@ -7,16 +7,11 @@ import zlib
 import pytest
 
 from dlq import bodyview
-from tests.factories import client_for, make_message, make_user
+from tests.factories import make_message
 
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(1)>"
-
-
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
 
 
 def page_of(client, message) -> str:

@@ -7,8 +7,8 @@ from django.test import Client
 
 from dlq.models import Message, Status
 from dlq.ops_models import Job, JobStatus
-from tests.factories import client_for, make_messages, make_user
-from tests.uiops import a_job, body, post, review_url
+from tests.factories import client_for, make_messages, make_user, post
+from tests.uiops import a_job, body, review_url
 
 pytestmark = pytest.mark.django_db
 

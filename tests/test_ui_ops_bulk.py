@@ -8,32 +8,13 @@ from urllib.parse import quote
 
 import pytest
 
-from dlq import jobs, jobtasks
+from dlq import jobs
 from dlq.models import Message, Status
 from dlq.ops_models import AuditEntry, Job
-from tests.factories import client_for, make_messages, make_user
-from tests.topology import Topology
-from tests.uiops import body, post, review_url
+from tests.factories import make_messages, post
+from tests.uiops import body, review_url
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator():
-    return client_for(make_user("operator"))
-
-
-@pytest.fixture
-def started(monkeypatch):
-    """The jobs the page handed to the worker queue."""
-    handed = []
-    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
-    return handed
-
-
-@pytest.fixture
-def top(channel, cleanup_queues, unique):
-    return Topology(channel, cleanup_queues, unique)
 
 
 def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
@@ -55,6 +36,7 @@ def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
     assert f"→ <code>{other}</code>, <code>{work}</code>" in text  # the route preview
     assert "Fan-out: at least one message would reach several queues" in text
     assert "Replay 12 messages" in text
+    assert f'<a href="/messages/?group={messages[0].group}">Cancel</a>' in text
 
 
 def test_it_previews_a_custom_target_and_an_unknown_exchange(operator, top):

@@ -17,11 +17,6 @@ from tests.uiops import a_job, body
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def viewer():
-    return client_for(make_user("viewer"))
-
-
 def row_of(text: str, label: str) -> list[str]:
     """The cells of the table row whose first cell shows `label`."""
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", text, re.S):
@@ -137,6 +132,16 @@ def test_the_progress_fragment_polls_until_the_job_ends(viewer):
     finished = body(viewer.get(f"/jobs/{job.pk}/", headers={"HX-Request": "true"}))
     assert "hx-get" not in finished and "hx-trigger" not in finished  # polling stops
     assert "4 of 4 settled (3 done, 1 failed)" in finished
+    announced = f'<div hx-swap-oob="innerHTML:#job-announce">Job {job.pk} done: 4 of 4 settled'
+    assert announced in finished  # into the live region that stays in the page
+
+
+def test_the_job_page_has_a_live_region_outside_the_polled_fragment(viewer):
+    job = a_job([m.pk for m in make_messages(2)])
+    page = body(viewer.get(f"/jobs/{job.pk}/"))
+    region = '<p id="job-announce" class="visually-hidden" aria-live="polite" aria-atomic="true">'
+    assert page.index(region) < page.index('<section id="progress"')
+    assert "hx-swap-oob" not in page
 
 
 @pytest.mark.parametrize(

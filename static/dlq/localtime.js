@@ -20,6 +20,19 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { convert(document); });
+  // The chart's hour ticks (SVG text cannot hold a <time>): "HH:00 UTC" becomes local.
+  function convertTicks(root) {
+    root.querySelectorAll("svg text[data-at]").forEach(function (el) {
+      var date = new Date(el.getAttribute("data-at"));
+      if (isNaN(date.getTime()) || el.dataset.local) { return; }
+      el.textContent = pad(date.getHours()) + ":" + pad(date.getMinutes());
+      el.dataset.local = "1";
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    convert(document);
+    convertTicks(document);
+  });
   document.addEventListener("htmx:afterSettle", function (event) { convert(event.target); });
 })();
