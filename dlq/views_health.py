@@ -2,12 +2,14 @@
 overview includes and htmx refreshes (dlq/heartbeat.py)."""
 
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from dlq import heartbeat, mgmt, topology
 from dlq.roles import VIEWER
 from dlq.views import role_view
 
 
+@require_safe
 @role_view(VIEWER)
 def topology_health(request):
     try:
@@ -17,6 +19,7 @@ def topology_health(request):
     return render(request, "topology/health.html", {"findings": findings, "error": error})
 
 
+@require_safe
 @role_view(VIEWER)
 def drainers(request):
     """The overview's drainers panel alone, for its periodic refresh."""

@@ -19,7 +19,9 @@ from tests.uiops import a_job, body
 pytestmark = pytest.mark.django_db
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-NOT_PAGES = ("admin/", "api/", "login/", "logout/")  # Django's and ninja's, tested elsewhere
+# Django's and ninja's, and the machine endpoints (probes answer anyone; /metrics takes a
+# token or an allowed address): tested in test_api_*, test_health_probes, test_metrics.
+NOT_PAGES = ("admin/", "api/", "login/", "logout/", "healthz", "readyz", "metrics")
 PASSWORD = "a-long-test-password"
 
 
