@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/dlq
 
-.PHONY: run test setup services lint check bench clean
+.PHONY: run test setup services lint check bench docs-screenshots clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,14 @@ test: setup services lint check
 
 bench: setup services
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/drain.py
+
+# The user guide's pictures (docs/tour.md), taken by the browser tests.
+SCREENSHOTS := ops-overview messages-list message-detail message-replayed ops-groups \
+	ops-bulk-review ops-job-done ops-audit alerts-channels-admin topology-health
+docs-screenshots: setup services
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest -q tests/test_browser_ops.py \
+		tests/test_browser_messages.py tests/test_browser_alerts.py tests/test_topology_browser.py
+	for name in $(SCREENSHOTS); do cp tests/artifacts/$$name.png docs/img/; done
 
 clean:
 	rm -rf $(VENV) var
