@@ -23,3 +23,17 @@ def ensure_admin(username: str = "admin") -> str | None:
     user = User.objects.create_superuser(username=username, email="", password=password)
     user.groups.add(Group.objects.get(name="admin"))
     return generated
+
+
+def set_up() -> list[str]:
+    """Migrate and make sure an admin exists; the lines to show the operator (once)."""
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    password = ensure_admin()
+    if not password:
+        return []
+    return [
+        f"First admin created: user 'admin', password '{password}'",
+        "(shown once; set DLQ_ADMIN_PASSWORD to choose it)",
+    ]

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from dlq.firstrun import ensure_admin
+from dlq.firstrun import set_up
 from dlq.models import Message
 
 
@@ -37,15 +37,13 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="skip the demo data")
 
     def handle(self, *args, port=8000, no_demo=False, **options):
-        call_command("migrate", verbosity=0)
-        password = ensure_admin()
+        notes = set_up()
         if not no_demo and not Message.objects.exists():
             self._demo()
         children = self._start(processes(port))
         self.stdout.write(f"\nDLQ Console is running at http://localhost:{port}/")
-        if password:
-            self.stdout.write(f"First admin created: user 'admin', password '{password}'")
-            self.stdout.write("(shown once; set DLQ_ADMIN_PASSWORD to choose it)")
+        for line in notes:
+            self.stdout.write(line)
         self.stdout.write("Press Ctrl-C to stop.\n")
         code = self._supervise(children)
         raise SystemExit(code)

@@ -1,0 +1,93 @@
+"""The README's run command, as a new user meets it: `manage.py dlq_up` (what `make run` runs
+after setting up the venv) on a fresh SQLite database migrates, creates the first admin,
+prints the URL and the credentials, serves the console, and stops every process on Ctrl-C."""
+
+import http.cookiejar
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.drainproc import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def _wait_for_output(proc, log: Path, pattern: str, timeout: float) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text(errors="replace"))
+        if found:
+            return found
+        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} in:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _sign_in(port: int, username: str, password: str) -> str:
+    """The page a browser lands on after signing in with these credentials."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    login = f"http://127.0.0.1:{port}/login/"
+    opener.open(login, timeout=10).read()
+    token = next(c.value for c in jar if c.name == "csrftoken")
+    form = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    ).encode()
+    request = urllib.request.Request(login, data=form, headers={"Referer": login})
+    with opener.open(request, timeout=30) as response:
+        return response.read().decode(errors="replace")
+
+
+def test_the_run_command_brings_the_console_up_and_down(tmp_path, unique):
+    port = free_port()
+    log = tmp_path / "up.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'first.sqlite3'}",
+        "DLQ_QUEUES": f"{unique}.dlq",  # nothing of other tests' queues
+        "CELERY_TASK_DEFAULT_QUEUE": f"{unique}.celery",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("DLQ_ADMIN_PASSWORD", None)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "dlq_up", "--port", str(port), "--no-demo"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        _wait_for_output(proc, log, rf"running at http://localhost:{port}/", 120)
+        password = _wait_for_output(proc, log, r"user 'admin', password '([^']+)'", 5)[1]
+        _wait_for_output(proc, log, r"(?i)celery@\S+ ready", 120)
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as r:
+                    assert r.status == 200 and b"password" in r.read().lower()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.5)
+        assert "Overview" in _sign_in(port, "admin", password)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    # Every process it started is gone with it (they run in sessions of their own).
+    leftovers = subprocess.run(
+        ["pgrep", "-f", f"runserver 0.0.0.0:{port}"], capture_output=True, text=True
+    ).stdout.split()
+    assert not leftovers, text[-3000:]
