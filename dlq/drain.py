@@ -245,7 +245,7 @@ class Drainer:
         while not self.stopping.is_set():
             self.conn.process_data_events(time_limit=tick)
             now = time.monotonic()
-            if self.batch and now - self.batch_started >= self.flush_s:
+            if self.batch and now - self.batch_started >= self.flush_s and self._writer_free():
                 self._flush()
             if now >= self.next_resolve:
                 self._resolve()
@@ -255,6 +255,11 @@ class Drainer:
                     return True
                 self.last_activity = now  # quiet, yet messages wait: the broker is slow
         return False
+
+    def _writer_free(self) -> bool:
+        # A partial batch handed over while the writer is busy would only queue behind
+        # the batch in hand: it grows instead, so each transaction stores more messages.
+        return not self.work.unfinished_tasks
 
     def _idle(self, now: float) -> bool:
         quiet = now - self.last_activity >= max(0.5, 4 * self.flush_s)
