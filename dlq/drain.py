@@ -352,18 +352,15 @@ class Drainer:
             return
         if not self.batch:
             self.batch_started = time.monotonic()
-        self.batch.append(
-            Delivery(
-                queue,
-                self.vhost,
-                method.exchange,
-                method.routing_key,
-                method.redelivered,
-                props,
-                body,
-                quorum,
-            )
-        )
+        delivery = Delivery(
+            queue, self.vhost, method.exchange, method.routing_key, method.redelivered, props,
+            body, quorum,
+        )  # fmt: skip
+        # The row is made here, while the writer waits for the database with the batch
+        # before: made by the writer, it would wait for the database's answer instead.
+        with contextlib.suppress(Exception):  # hostile input: the writer tries, and says why
+            delivery.row = build_row(delivery)
+        self.batch.append(delivery)
         self.batch_bytes += len(body)
         self.last_tag = method.delivery_tag
         self.last_activity = time.monotonic()
@@ -516,7 +513,7 @@ class Drainer:
         rows = []
         for delivery in batch.deliveries:
             try:
-                row = build_row(delivery)
+                row = delivery.row or build_row(delivery)
             except Exception as e:  # hostile input must never block the queue
                 log.exception("could not read a message; storing its bytes as they are")
                 row = fallback_row(delivery, e)

@@ -11,7 +11,6 @@ from dlq import deaths
 from dlq.amqp import plain, properties_to_json
 
 SEARCH_BODY_BYTES = 64 * 1024
-
 CHAR_LIMIT = 255
 QUORUM_DELIVERY_HEADERS = ("x-delivery-count", "x-acquired-count")
 
@@ -44,6 +43,7 @@ class Delivery:
     properties: object  # amqp.TypedProperties
     body: bytes
     quorum: bool = False
+    row: dict | None = None  # build_row's, made as it arrived (dlq/drain.py)
 
 
 def clean(text, limit: int | None = CHAR_LIMIT) -> str:
