@@ -487,13 +487,17 @@ class TypedProperties(spec.BasicProperties):
 spec.props[spec.BasicProperties.INDEX] = TypedProperties
 
 
+_PROPERTY_NAMES = tuple(name for name, _, _ in _FIELDS if name != "headers")
+
+
 def properties_to_json(props: TypedProperties) -> dict:
     """The non-header properties that are set, as plain JSON (headers are kept apart)."""
-    return {
-        name: getattr(props, name)
-        for name, _, _ in _FIELDS
-        if name != "headers" and getattr(props, name) is not None
-    }
+    values = {}
+    for name in _PROPERTY_NAMES:  # in wire order, which is the order of the stored JSON
+        value = getattr(props, name)
+        if value is not None:
+            values[name] = value
+    return values
 
 
 def make_properties(properties: dict, headers: dict | None) -> TypedProperties:

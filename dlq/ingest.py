@@ -113,12 +113,9 @@ def _stable_headers_json(d: Delivery, headers: dict, headers_json: str) -> str:
 
 
 def fingerprint(d: Delivery, props_json: str, headers_json: str) -> str:
-    digest = hashlib.sha256()
-    for part in (d.vhost, d.queue, props_json, headers_json):
-        digest.update(part.encode("utf-8", "surrogateescape"))
-        digest.update(b"\x00")
-    digest.update(d.body)
-    return digest.hexdigest()
+    """SHA-256 of vhost, queue, properties, headers (each followed by a NUL byte), body."""
+    text = f"{d.vhost}\x00{d.queue}\x00{props_json}\x00{headers_json}\x00"
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape") + d.body).hexdigest()
 
 
 def _fit(value: int | None) -> int | None:

@@ -168,12 +168,13 @@ def _insert_many(cursor, rows: list[dict]) -> None:
         cols = ", ".join(connection.ops.quote_name(c) for c in COLUMNS)
         types = _binary_types()
         sql = f"COPY {_TABLE} ({cols}) FROM STDIN" + (" (FORMAT BINARY)" if types else "")
-        adapt = _adapter()
+        # psycopg takes the datetimes as they are (PostgreSQL's adapt_datetimefield_value
+        # is the identity): no adapting row by row.
         with connection.wrap_database_errors, raw.copy(sql) as copy:
             if types:
                 copy.set_types(types)
             for row in rows:
-                copy.write_row(adapt(row))
+                copy.write_row(_VALUES(row))
     else:
         cursor.executemany(_insert_sql(), list(map(_adapter(), rows)))
 
