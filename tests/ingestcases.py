@@ -300,5 +300,5 @@ def rows() -> list[dict]:
 
 
 if __name__ == "__main__":
-    json.dump(rows(), sys.stdout, indent=0, ensure_ascii=True, sort_keys=True)
-    sys.stdout.write("\n")
+    lines = (json.dumps(row, ensure_ascii=True, sort_keys=True) for row in rows())
+    sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n")  # a row a line
