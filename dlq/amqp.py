@@ -311,23 +311,43 @@ def plain(typed):
     """A typed value as a Python value, for reading (deaths, display); never for replay."""
     if not isinstance(typed, dict):
         return None
-    name, value = typed.get("type"), typed.get("value")
     if "base64" in typed:
         return base64.b64decode(typed["base64"])
-    if name == "table":
-        return {k: plain(v) for k, v in value.items()} if isinstance(value, dict) else None
-    if name == "array":
-        return [plain(v) for v in value] if isinstance(value, list) else None
-    if name == "timestamp" and isinstance(value, int):
-        try:
-            return datetime.fromtimestamp(value, UTC)
-        except (OverflowError, OSError, ValueError):
-            return value
-    if name == "decimal":
-        return Decimal(value)
-    if name in ("float", "double") and isinstance(value, str):
-        return _SPECIAL_FLOATS.get(value)
-    return value
+    name, value = typed.get("type"), typed.get("value")
+    # Most values are strings and numbers, which are themselves: one lookup decides.
+    convert = _PLAIN.get(name) if isinstance(name, str) else None
+    return value if convert is None else convert(value)
+
+
+def _plain_table(value):
+    return {k: plain(v) for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def _plain_array(value):
+    return [plain(v) for v in value] if isinstance(value, list) else None
+
+
+def _plain_timestamp(value):
+    if not isinstance(value, int):
+        return value
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):
+        return value
+
+
+def _plain_float(value):
+    return _SPECIAL_FLOATS.get(value) if isinstance(value, str) else value
+
+
+_PLAIN = {
+    "table": _plain_table,
+    "array": _plain_array,
+    "timestamp": _plain_timestamp,
+    "decimal": Decimal,
+    "float": _plain_float,
+    "double": _plain_float,
+}
 
 
 def typed(value) -> dict:
@@ -467,13 +487,17 @@ class TypedProperties(spec.BasicProperties):
 spec.props[spec.BasicProperties.INDEX] = TypedProperties
 
 
+_PROPERTY_NAMES = tuple(name for name, _, _ in _FIELDS if name != "headers")
+
+
 def properties_to_json(props: TypedProperties) -> dict:
     """The non-header properties that are set, as plain JSON (headers are kept apart)."""
-    return {
-        name: getattr(props, name)
-        for name, _, _ in _FIELDS
-        if name != "headers" and getattr(props, name) is not None
-    }
+    values = {}
+    for name in _PROPERTY_NAMES:  # in wire order, which is the order of the stored JSON
+        value = getattr(props, name)
+        if value is not None:
+            values[name] = value
+    return values
 
 
 def make_properties(properties: dict, headers: dict | None) -> TypedProperties:

@@ -262,7 +262,7 @@ def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
     if not parking_queue_is_quorum:
         names = ("x-delivery-count", *names)
     for name in names:
-        count = _int(plain(h.get(name)))
+        count = _int(plain(h[name])) if name in h else None  # most are absent: no call
         if count is not None:
             return count
     retries = _int(plain(h.get("retries")))  # Celery protocol 2

@@ -255,7 +255,7 @@ class Drainer:
         while not self.stopping.is_set():
             self.conn.process_data_events(time_limit=tick)
             now = time.monotonic()
-            if self.batch and now - self.batch_started >= self.flush_s:
+            if self.batch and now - self.batch_started >= self.flush_s and self._writer_free():
                 self._flush()
             if now >= self.next_resolve:
                 self._resolve()
@@ -265,6 +265,11 @@ class Drainer:
                     return True
                 self.last_activity = now  # quiet, yet messages wait: the broker is slow
         return False
+
+    def _writer_free(self) -> bool:
+        # A partial batch handed over while the writer is busy would only queue behind
+        # the batch in hand: it grows instead, so each transaction stores more messages.
+        return not self.work.unfinished_tasks
 
     def _idle(self, now: float) -> bool:
         quiet = now - self.last_activity >= max(0.5, 4 * self.flush_s)
@@ -357,18 +362,15 @@ class Drainer:
             return
         if not self.batch:
             self.batch_started = time.monotonic()
-        self.batch.append(
-            Delivery(
-                queue,
-                self.vhost,
-                method.exchange,
-                method.routing_key,
-                method.redelivered,
-                props,
-                body,
-                quorum,
-            )
-        )
+        delivery = Delivery(
+            queue, self.vhost, method.exchange, method.routing_key, method.redelivered, props,
+            body, quorum,
+        )  # fmt: skip
+        # The row is made here, while the writer waits for the database with the batch
+        # before: made by the writer, it would wait for the database's answer instead.
+        with contextlib.suppress(Exception):  # hostile input: the writer tries, and says why
+            delivery.row = build_row(delivery)
+        self.batch.append(delivery)
         self.batch_bytes += len(body)
         self.last_tag = method.delivery_tag
         self.last_activity = time.monotonic()
@@ -531,7 +533,7 @@ class Drainer:
         rows = []
         for delivery in batch.deliveries:
             try:
-                row = build_row(delivery)
+                row = delivery.row or build_row(delivery)
             except Exception as e:  # hostile input must never block the queue
                 log.exception("could not read a message; storing its bytes as they are")
                 row = fallback_row(delivery, e)

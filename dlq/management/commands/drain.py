@@ -1,4 +1,5 @@
 import faulthandler
+import gc
 import signal
 
 from django.core.management.base import BaseCommand
@@ -23,6 +24,10 @@ class Command(BaseCommand):
         # `kill -USR1 PID` prints every thread's stack to stderr: a stuck drainer explains
         # itself without being stopped.
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+        # What start-up made (Django, pika, the settings) lives as long as the process: out
+        # of the collector's sight, a full collection walks only the messages in hand. About
+        # a tenth of the drainer's CPU (bench/drain.py).
+        gc.freeze()
         code = drainer.run()
         if code:
             raise SystemExit(code)

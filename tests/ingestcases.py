@@ -1,0 +1,304 @@
+"""A varied corpus of deliveries for build_row, and its rows as JSON-comparable values.
+
+tests/golden/build_rows.json holds the rows that build_row made of this corpus before the
+drainer was made faster: stored values, and fingerprints above all (redeliveries are matched
+by them across versions), must never change. Regenerate it only for an intended change:
+    .venv/bin/python -m tests.ingestcases > tests/golden/build_rows.json
+"""
+
+import base64
+import gzip
+import hashlib
+import json
+import struct
+import sys
+from datetime import UTC, datetime
+
+from dlq import amqp
+from dlq.ingest import Delivery
+
+RECEIVED_AT = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
+GOLDEN = "tests/golden/build_rows.json"
+
+
+def _s(text: str) -> dict:
+    return {"type": "longstr", "value": text}
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _nested(depth: int, value: dict | None = None) -> dict:
+    value = value or _s("bottom")
+    for i in range(depth):
+        value = {"type": "array" if i % 2 else "table", "value": [value] if i % 2 else {"k": value}}
+    return value
+
+
+EVERY_TYPE = {
+    "bool": {"type": "bool", "value": True},
+    "bool-false": {"type": "bool", "value": False},
+    "int8": {"type": "int8", "value": -128},
+    "uint8": {"type": "uint8", "value": 255},
+    "int16": {"type": "int16", "value": -32768},
+    "uint16": {"type": "uint16", "value": 65535},
+    "int32": {"type": "int32", "value": -(2**31)},
+    "uint32": {"type": "uint32", "value": 2**32 - 1},
+    "int64": {"type": "int64", "value": 2**63 - 1},
+    "float": {"type": "float", "value": 1.75},
+    "float32": {"type": "float", "value": struct.unpack(">f", struct.pack(">f", 0.1))[0]},
+    "double": {"type": "double", "value": 0.1},
+    "double-tiny": {"type": "double", "value": 5e-324},
+    "decimal": {"type": "decimal", "value": "12.50"},
+    "decimal-negative": {"type": "decimal", "value": "-0.001"},
+    "longstr": _s("héllo ✓ 日本 \U0001f600"),
+    "longstr-empty": _s(""),
+    "longstr-nul": _s("before\u0000after"),
+    "longstr-not-utf8": {"type": "longstr", "base64": _b64(b"\xff\xfe\x00latin-1 \xe9")},
+    "bytes": {"type": "bytes", "base64": _b64(b"\x00\x01\x02\xff")},
+    "bytes-empty": {"type": "bytes", "base64": ""},
+    "timestamp": {"type": "timestamp", "value": 1_700_000_000},
+    "timestamp-huge": {"type": "timestamp", "value": 2**63},
+    "void": {"type": "void", "value": None},
+    "array": {
+        "type": "array",
+        "value": [_s("a"), {"type": "int8", "value": 1}, {"type": "array", "value": []}],
+    },
+    "table": {
+        "type": "table",
+        "value": {"inner": {"type": "table", "value": {"nul\u0000key": _s("x\u0000y")}}},
+    },
+    # Deeper than MAX_NESTING: the decoder keeps the innermost levels as wire bytes.
+    "deep": _nested(60, {"type": "table", "base64": _b64(amqp.encode_value(_nested(9))[5:])}),
+    "ключ ✓": _s("unicode key"),
+    "bad-key-\udcff": _s("a key that is not UTF-8"),
+}
+
+
+def _entry(queue, reason, count=1, exchange="", keys=(), time=1_700_000_000) -> dict:
+    return {
+        "type": "table",
+        "value": {
+            "count": {"type": "int64", "value": count},
+            "reason": _s(reason),
+            "queue": _s(queue),
+            "time": {"type": "timestamp", "value": time},
+            "exchange": _s(exchange),
+            "routing-keys": {"type": "array", "value": [_s(k) for k in keys]},
+        },
+    }
+
+
+def _x_death(*entries) -> dict:
+    return {"type": "array", "value": list(entries)}
+
+
+BENCH_LIKE = {
+    "tenant": _s("tenant-3"),
+    "attempt": {"type": "int32", "value": 2},
+    "x-death": _x_death(_entry("orders.work", "expired", keys=["orders.work"])),
+    "x-first-death-exchange": _s(""),
+    "x-first-death-queue": _s("orders.work"),
+    "x-first-death-reason": _s("expired"),
+}
+SPRING_TRACE = (
+    "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: failed\n"
+    "\tat a.b.C.d(C.java:1)\n"
+    "Caused by: java.lang.IllegalStateException: boom\n"
+    "\t... 3 more"
+)
+HEADERS = [
+    {},
+    BENCH_LIKE,
+    EVERY_TYPE,
+    {
+        "x-death": _x_death(
+            _entry("q.retry", "rejected", 3, "ex.retry", ["k1", "k2"], 1_700_000_100),
+            _entry("q.main", "expired", 2, "ex.main", ["orig"], 1_700_000_000),
+            {"type": "table", "value": {"queue": {"type": "int8", "value": 1}}},  # forged
+            _s("junk"),
+        ),
+        "x-first-death-queue": _s("q.main"),
+        "x-first-death-reason": _s("expired"),
+        "x-first-death-exchange": {"type": "longstr", "base64": _b64(b"ex\xff")},
+        "x-last-death-queue": _s("q.retry"),
+        "x-last-death-reason": _s("rejected"),
+        "x-delivery-count": {"type": "int32", "value": 4},
+        "retry-count": _s("7"),
+    },
+    {
+        "x-death": _x_death(
+            {
+                "type": "table",
+                "value": {
+                    "queue": _s("q"),
+                    "count": {"type": "bool", "value": True},
+                    "exchange": {"type": "bytes", "base64": _b64(b"bin-ex")},
+                    "routing-keys": _s("not a list"),
+                    "time": _s("not a time"),
+                    "original-expiration": _s("5000"),
+                },
+            }
+        ),
+        "x-delivery-count": {"type": "int64", "value": 2**40},
+        "dlq-origin-id": _s("42"),
+        "dlq-replay-count": {"type": "int8", "value": 2},
+    },
+    {
+        "x-exception-message": _s("boom"),
+        "x-exception-stacktrace": _s(SPRING_TRACE),
+        "x-original-exchange": _s("spring.ex"),
+        "x-original-routingKey": _s("spring.key"),
+        "__TypeId__": _s("com.example.Order"),
+        "dlq-origin-id": {"type": "int64", "value": 9},
+    },
+    {
+        "MT-Reason": _s("fault"),
+        "MT-Fault-ExceptionType": _s("System.InvalidOperationException"),
+        "MT-Fault-Message": _s("bad \u0000 order"),
+        "MT-Fault-StackTrace": _s("at X.Y()"),
+        "MT-Fault-MessageType": _s("urn:message:Orders:Submit"),
+        "MT-Fault-InputAddress": _s("rabbitmq://host/vh/submit%20order?bind=true"),
+        "MT-Fault-RetryCount": {"type": "int32", "value": 5},
+    },
+    {
+        "NServiceBus.ExceptionInfo.ExceptionType": _s("System.Exception"),
+        "NServiceBus.ExceptionInfo.Message": _s("nsb"),
+        "NServiceBus.ExceptionInfo.StackTrace": _s("trace"),
+        "NServiceBus.EnclosedMessageTypes": _s("Ns.Msg, Ns, Version=1;Ns.IMsg"),
+        "NServiceBus.FailedQ": _s("sales@machine"),
+    },
+    {
+        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\ErrorDetailsStamp": _s(
+            json.dumps(
+                [
+                    {
+                        "exceptionClass": "App\\Boom",
+                        "exceptionMessage": "sym",
+                        "flattenException": {"traceAsString": "#0 sym"},
+                    }
+                ]
+            )
+        ),
+        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp": _s(
+            '[{"retryCount": 3}]'
+        ),
+        "X-Message-Stamp-Bad\\RedeliveryStamp": _s("{not json"),
+        "type": _s("App\\Message\\Order"),
+    },
+    {
+        "task": _s("proj.tasks.add"),
+        "retries": {"type": "int8", "value": 2},
+        "id": _s("c0ffee"),
+        "argsrepr": _s("(1, 2)"),
+    },
+    {
+        "x-delivery-count": _s("²"),
+        "retry-count": _s("1e3"),
+        "x-retries": _s("9" * 30),
+        "dlq-origin-id": _s("-5"),
+        "dlq-replay-count": _s("-3"),
+        "x-death": _s("not an array"),
+        "x-exception-stacktrace": {"type": "int8", "value": 1},
+    },
+]
+PROPERTIES = [
+    {},
+    {
+        "content_type": "application/json",
+        "delivery_mode": 2,
+        "message_id": "bench-1",
+        "timestamp": 1_700_000_000,
+        "app_id": "dlq-bench",
+    },
+    {
+        "content_type": "text/plain",
+        "content_encoding": "gzip",
+        "correlation_id": "corr\u0000id",
+        "reply_to": "replies",
+        "expiration": "60000",
+        "message_id": "m" * 255,
+        "type": "order.created",
+        "user_id": "guest",
+        "app_id": "app",
+        "cluster_id": "c",
+        "priority": 9,
+        "delivery_mode": 1,
+        "timestamp": 0,
+    },
+    {"message_id": {"base64": _b64(b"\xffid")}, "correlation_id": "ünïcode ✓"},
+]
+BODIES = [
+    b"",
+    b'{"order_id": 1, "note": "plain JSON"}',
+    "unicode body ✓ 日本 \U0001f600".encode(),
+    b"\xff\xfe not utf-8 \x00",
+    gzip.compress(b"gzipped text " * 100, mtime=0),
+    b"\x1f\x8bnot really gzip",
+    ("x" * 70_000).encode(),  # longer than the searched part
+    ("é" * 40_000).encode(),  # cut inside a character
+    b"nul \x00 inside",
+]
+
+
+def _wire(properties: dict, headers: dict) -> amqp.TypedProperties:
+    """As pika hands them over: encoded, then decoded by TypedProperties."""
+    sent = amqp.make_properties(properties, headers or None)
+    return amqp.TypedProperties().decode(b"".join(sent.encode()))
+
+
+def deliveries() -> list[Delivery]:
+    found = []
+    i = 0
+    for headers in HEADERS:
+        for properties in PROPERTIES:
+            for quorum in (False, True):
+                body = BODIES[i % len(BODIES)]
+                exchange = ["", "ex", b"ex\xff", "ex\u0000"][i % 4]
+                key = ["rk", b"\xffrk", "ключ", ""][i // 4 % 4]
+                found.append(
+                    Delivery(
+                        f"parking-{i % 3}",
+                        ["/", "vh ✓"][i // 2 % 2],
+                        exchange,
+                        key,
+                        bool(i % 3 == 0),
+                        _wire(properties, headers),
+                        body,
+                        quorum,
+                    )
+                )
+                i += 1
+    # Content-encoding gzip with every body
+    for body in BODIES:
+        found.append(
+            Delivery("gz", "/", "", "", False, _wire({"content_encoding": "gzip"}, {}), body)
+        )
+    return found
+
+
+def comparable(row: dict) -> dict:
+    """A row as JSON: bytes and datetimes spelled out, every type visible."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, bytes | str) and len(value) > 200:  # a digest keeps the file small
+            raw = value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")
+            value = {"sha256": hashlib.sha256(raw).hexdigest(), "length": len(value)}
+        elif isinstance(value, bytes):
+            value = {"bytes": value.hex()}
+        elif isinstance(value, datetime):
+            value = {"datetime": value.isoformat()}
+        out[key] = [type(value).__name__, value]
+    return out
+
+
+def rows() -> list[dict]:
+    from dlq.ingest import build_row
+
+    return [comparable(build_row(d, RECEIVED_AT)) for d in deliveries()]
+
+
+if __name__ == "__main__":
+    lines = (json.dumps(row, ensure_ascii=True, sort_keys=True) for row in rows())
+    sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n")  # a row a line

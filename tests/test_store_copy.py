@@ -1,0 +1,59 @@
+"""The drainer's binary COPY stores exactly what a plain INSERT of the same rows stores."""
+
+import pytest
+from django.db import connection
+
+from dlq import store
+from dlq.ingest import build_row
+from dlq.models import Message, PendingBatch
+from tests.ingestcases import RECEIVED_AT, deliveries
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows() -> list[dict]:
+    rows = [build_row(d, RECEIVED_AT) for d in deliveries()]
+    for row in rows:
+        row["_redelivered"] = False
+    return rows
+
+
+def _stored(batch_id: str) -> list[dict]:
+    columns = [c for c in store.COLUMNS if c != "drain_batch"]
+    return list(Message.objects.filter(drain_batch=batch_id).order_by("id").values(*columns))
+
+
+def test_binary_copy_stores_what_insert_stores():
+    assert store._binary_types() is not None  # PostgreSQL: the COPY is binary
+    copied = _rows()
+    assert store.store_batch("c" * 32, "test drainer", copied) == len(copied)
+    inserted = _rows()
+    for row, stored in zip(inserted, copied, strict=True):
+        row["drain_batch"] = "i" * 32
+        row.update(previous_id=stored["previous_id"], lineage_id=stored["lineage_id"])
+    with connection.cursor() as cursor:
+        cursor.executemany(store._insert_sql(), [store._adapt(row) for row in inserted])
+    by_copy, by_insert = _stored("c" * 32), _stored("i" * 32)
+    assert len(by_copy) == len(copied)
+    for i, (got, want) in enumerate(zip(by_copy, by_insert, strict=True)):
+        assert got == want, f"delivery {i}"
+    assert bytes(by_copy[4]["body"]) == copied[4]["body"]
+    if store._lz4:  # the server has lz4: the drainer's large values are compressed with it
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT DISTINCT pg_column_compression(search_text) FROM dlq_message"
+                " WHERE drain_batch = %s AND pg_column_compression(search_text) IS NOT NULL",
+                ["c" * 32],
+            )
+            assert cursor.fetchall() == [("lz4",)]
+
+
+def test_a_row_the_database_refuses_is_stored_without_derived_fields():
+    rows = _rows()[:5]
+    rows[2]["message_id"] = "m" * 300  # longer than the column: the binary COPY fails
+    assert store.store_batch("r" * 32, "test drainer", rows) == 5
+    stored = _stored("r" * 32)
+    assert [bytes(m["body"]) for m in stored] == [row["body"] for row in rows]
+    assert "stored without derived fields" in stored[2]["drain_note"]
+    assert [m["drain_note"] for m in stored if m is not stored[2]] == [""] * 4
+    assert PendingBatch.objects.filter(id="r" * 32).exists()
