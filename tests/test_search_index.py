@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dlq import actions, retention, searchindex
+from dlq import actions, queries, retention, searchindex
 from dlq.models import SearchEntry
 from tests.factories import client_for, make_message, make_messages, make_user
 
@@ -110,3 +110,41 @@ def test_retention_purges_the_entries_with_their_messages_without_reading_them()
     touched = [q["sql"] for q in queries if "searchentry" in q["sql"]]
     assert touched and all(sql.startswith("DELETE") for sql in touched)  # by id, unread
     assert search("noise to") == [kept.pk]
+
+
+@pytest.mark.parametrize("indexed", ["none", "half", "all"])
+def test_search_pages_are_the_same_wherever_the_indexer_stands(monkeypatch, indexed):
+    monkeypatch.setattr(queries, "PAGE_WINDOW", 3)  # a few rows behave like a million
+    make_message(body=b"before")
+    searchindex.catch_up()
+    messages = []
+    for i in range(24):
+        needle = i % 5 == 0 or i in (21, 22)
+        messages += make_messages(1, queue=f"q{i % 2}.dlq", body=b"Needle" if needle else b"hay")
+    if indexed == "half":
+        searchindex.run_pass()  # looks
+        searchindex.run_pass(limit=12)  # copies 12 ids
+        assert messages[10].pk < searchindex.indexed_upto() < messages[13].pk
+    elif indexed == "all":
+        searchindex.catch_up()
+    hits = [m.pk for m in reversed(messages) if bytes(m.body) == b"Needle"]
+    for filters, expected in (
+        ({"q": "needle"}, hits),
+        ({"q": "NEEDLE", "queue": "q0.dlq"}, [pk for pk in hits if pk in even(messages)]),
+        ({"q": "absent"}, []),
+    ):
+        for limit in (1, 2, 50):
+            assert walk(filters, limit) == expected, (filters, limit)
+
+
+def even(messages) -> set[int]:
+    return {m.pk for m in messages if m.queue == "q0.dlq"}
+
+
+def walk(filters: dict, limit: int) -> list[int]:
+    seen, cursor = [], None
+    while True:
+        rows, cursor = queries.page(queries.filter_messages(filters), cursor, limit)
+        seen += [m.id for m in rows]
+        if cursor is None:
+            return seen
