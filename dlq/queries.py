@@ -3,7 +3,7 @@
 import base64
 import binascii
 
-from django.db.models import Count, F, Max, Q, Value
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Value
 
 from dlq import mgmt, searchindex
 from dlq.models import DrainedQueue, Message, SearchEntry, Status
@@ -105,9 +105,8 @@ def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]
     rows = list(window[: limit + 1])
     if len(rows) <= limit and floor > 1:
         below = qs.filter(id__lt=floor)
-        if term is not None:
-            below = below.filter(id__in=text_search(term, high=floor))
-        rows += _newest_below(below, limit + 1 - len(rows))
+        parts = [below] if term is None else _searched_apart(below, term)
+        rows += _newest_below(parts, limit + 1 - len(rows))
     if len(rows) <= limit:
         return rows, None
     rows = rows[:limit]
@@ -148,10 +147,25 @@ def _next_id() -> int:
     return (newest or 0) + 1
 
 
-def _newest_below(qs, count: int) -> list[Message]:
-    """The `count` newest rows of `qs`, whatever their density."""
-    below = qs.annotate(unordered_id=F("id") + 0)
-    ids = list(below.order_by("-unordered_id").values_list("id", flat=True)[:count])
+def _searched_apart(qs, term: str) -> list:
+    """`qs` searched for `term` as two querysets, the indexed messages and the newer ones,
+    each a plain semi-join the planner can drive from the other filters' index (probing
+    the entries by id) or from the trigram index, whichever finds fewer rows."""
+    upto = searchindex.indexed_upto()
+    entry = SearchEntry.objects.filter(message_id=OuterRef("id"), text__icontains=term)
+    return [
+        qs.filter(id__lte=upto).filter(Exists(entry)),
+        qs.filter(id__gt=upto, search_text__icontains=term),
+    ]
+
+
+def _newest_below(parts: list, count: int) -> list[Message]:
+    """The `count` newest rows of the querysets in `parts`, whatever their density."""
+    ids = []
+    for qs in parts:
+        below = qs.annotate(unordered_id=F("id") + 0)
+        ids += below.order_by("-unordered_id").values_list("id", flat=True)[:count]
+    ids = sorted(ids, reverse=True)[:count]
     # By id alone: they match, and filtering again would run the search again.
     listed = Message.objects.order_by("-id").defer(*LIST_DEFERRED)
     return list(listed.filter(id__in=ids)) if ids else []
