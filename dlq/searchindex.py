@@ -17,14 +17,10 @@ holder gone copies up to `seen_upto` and moves the watermark there. On SQLite on
 at a time commits ids in order: there are never holders.
 """
 
-import logging
-
 from django.db import connection, transaction
 
 from dlq.models import Message
 from dlq.search_models import SearchEntry, SearchWatermark
-
-log = logging.getLogger("dlq.searchindex")
 
 BATCH = 10_000  # ids per INSERT ... SELECT
 PASS_LIMIT = 100_000  # ids one pass copies at most: a backlog goes on at the next pass
