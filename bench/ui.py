@@ -8,15 +8,15 @@
 2. Seeds --rows messages with bulk SQL (INSERT ... SELECT over generate_series; secondary
    indexes are dropped first and rebuilt after, as a restore would), unless the table
    already holds that many: a seeded database is reused, --reseed starts over. A million
-   rows take about a minute to insert and five to index (the trigram index is most of it)
-   on a shared 2-core machine.
+   rows take about a minute to insert and a few to index on a shared 2-core machine.
    Variety: 20 queues (skewed), four statuses, four death reasons, 30 exception types,
    ~600 failure groups, bodies of 300-1000 bytes of JSON-like text built from ~1,500
    words, one rare term in 25 rows and common words in a third of them.
 3. With --index (or after seeding), runs the search indexer (dlq/searchindex.py) until
-   every message has its search entry, the trigram index dropped first and rebuilt after,
-   and prints its rows/s. Without it, messages the indexer has not reached are searched in
-   the table itself (exact, but slow for a large lag).
+   every message has its search entry, the trigram index dropped first and rebuilt after
+   (a million entries: about 20 s to copy, four minutes to index), and prints its rows/s.
+   Without it, messages the indexer has not reached are searched in the table itself
+   (exact, but slow for a large lag).
 4. Times each case in-process with Django's test Client (middleware, view, query and
    rendering; no network): 1 warm-up request, then --requests timed ones; p50 and p95.
    The API is `GET /api/v1/messages` with a viewer's bearer token; the page is
