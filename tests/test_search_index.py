@@ -148,3 +148,20 @@ def walk(filters: dict, limit: int) -> list[int]:
         seen += [m.id for m in rows]
         if cursor is None:
             return seen
+
+
+def test_celery_beat_runs_the_indexer_every_few_seconds():
+    from django.conf import settings
+
+    from console.celery import app
+    from dlq import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["index-search"]
+    assert entry["task"] == tasks.index_search.name
+    assert entry["schedule"] <= 10
+    app.loader.import_default_modules()
+    assert entry["task"] in app.tasks
+    message = make_message(body=b"beat-needle")
+    tasks.index_search()  # looks
+    tasks.index_search()  # copies
+    assert message.pk in entries([message])
