@@ -173,6 +173,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 15.0,
         "options": {"expires": 14},
     },
+    # The search index follows the drainer (dlq/searchindex.py); a search is exact
+    # meanwhile, but the newer the messages it has not reached, the more a search reads.
+    "index-search": {
+        "task": "dlq.tasks.index_search",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
     # Jobs whose worker died (or whose start message was lost) are resumed.
     "resume-jobs": {
         "task": "dlq.jobtasks.resume_jobs",

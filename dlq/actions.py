@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from dlq import amqp, audit, replay
+from dlq import amqp, audit, replay, searchindex
 from dlq.ingest import body_text, clean, search_text
 from dlq.models import Message, Status
 from dlq.ops_models import AuditAction, MessageVersion, Outcome, Replay
@@ -337,6 +337,7 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         _apply(message, new_body, new_props, new_headers)
         _check_replayable(message)
         message.save()
+        searchindex.reindex(message)
         audit.record(actor, AuditAction.EDIT, reason, [message.pk], diff=diff,
                      request_id=request_id)  # fmt: skip
     return message

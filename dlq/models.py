@@ -66,9 +66,8 @@ class Message(models.Model):
     drain_note = models.TextField(blank=True, default="")
 
     class Meta:
-        # On PostgreSQL the text search also has a trigram index, msg_search_trgm (GIN on
-        # UPPER(search_text), what icontains compares): it is made by migration 0012 only,
-        # as SQLite has no such index.
+        # No index on search_text: every index entry costs the drainer, and a trigram one
+        # most of all. The search reads SearchEntry, filled behind it (searchindex.py).
         indexes = [
             models.Index(fields=["queue", "-id"], name="msg_queue_id"),
             models.Index(fields=["status", "-id"], name="msg_status_id"),
@@ -154,10 +153,11 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
-# Operator actions and operations (health_models) live in their own modules; importing them
-# here registers them with Django.
+# Operator actions, operations (health_models) and the search index live in their own
+# modules; importing them here registers them with Django.
 from dlq.health_models import *  # noqa: E402, F403
 from dlq.ops_models import *  # noqa: E402, F403
+from dlq.search_models import *  # noqa: E402, F403
 
 # --- Alerts ---------------------------------------------------------------------------
 # Configuration (AlertChannel, AlertRule, Mute) and the alert engine's state: the settled

@@ -3,10 +3,10 @@
 import base64
 import binascii
 
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Value
 
-from dlq import mgmt
-from dlq.models import DrainedQueue, Message, Status
+from dlq import mgmt, searchindex
+from dlq.models import DrainedQueue, Message, SearchEntry, Status
 from dlq.ops_models import AuditAction, AuditEntry, Replay
 
 MAX_LIMIT = 500
@@ -57,8 +57,24 @@ def filter_messages(filters: dict):
     if filters.get("received_before") is not None:
         qs = qs.filter(received_at__lt=filters["received_before"])
     if filters.get("q"):
-        qs = qs.filter(search_text__icontains=filters["q"])
+        # The term rides along (an alias is never selected) for page() to bound the search.
+        term = filters["q"]
+        qs = qs.alias(search_term=Value(term)).filter(id__in=text_search(term))
     return qs
+
+
+def text_search(term: str, low: int | None = None, high: int | None = None):
+    """The ids (from `low` up to below `high`, when given) of messages whose search text
+    holds `term` (any case, literally): their entries in the trigram index, and the
+    messages above the indexer's watermark, few and read by id range. Exact whatever the
+    indexer's lag (searchindex.py)."""
+    indexed = SearchEntry.objects.filter(text__icontains=term)
+    newer = Message.objects.filter(id__gt=searchindex.indexed_upto(), search_text__icontains=term)
+    if low is not None:
+        indexed, newer = indexed.filter(message_id__gte=low), newer.filter(id__gte=low)
+    if high is not None:
+        indexed, newer = indexed.filter(message_id__lt=high), newer.filter(id__lt=high)
+    return indexed.values("message_id").union(newer.values("id"), all=True)
 
 
 def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:
@@ -71,7 +87,9 @@ def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]
     two take two steps: the newest PAGE_WINDOW ids below the cursor in id order, where a page
     of a busy list is found at once; and only when they hold less than a page, the matches
     below them, collected with the filters' best index (the id order hidden from the
-    planner), newest first. A cursor that decode_cursor refuses is a ValueError.
+    planner), newest first. A text search is bounded to each step's ids: unbounded, the
+    planner collects every match of a common term first. A cursor that decode_cursor
+    refuses is a ValueError.
     """
     qs = qs.defer(*LIST_DEFERRED)
     if not _filters_on(qs.query.where, MISJUDGED_COLUMNS):
@@ -80,10 +98,15 @@ def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]
     if top is None:
         raise ValueError("not a cursor this API gave out")
     floor = max(top - PAGE_WINDOW, 1)
-    qs = qs.filter(id__lt=top)
-    rows = list(qs.filter(id__gte=floor)[: limit + 1])
+    qs, term = _search_apart(qs.filter(id__lt=top))
+    window = qs.filter(id__gte=floor)
+    if term is not None:
+        window = window.filter(id__in=text_search(term, floor, top))
+    rows = list(window[: limit + 1])
     if len(rows) <= limit and floor > 1:
-        rows += _newest_below(qs, floor, limit + 1 - len(rows))
+        below = qs.filter(id__lt=floor)
+        parts = [below] if term is None else _searched_apart(below, term)
+        rows += _newest_below(parts, limit + 1 - len(rows))
     if len(rows) <= limit:
         return rows, None
     rows = rows[:limit]
@@ -96,9 +119,27 @@ def _filters_on(where, columns: set[str]) -> bool:
         if hasattr(child, "children"):
             if _filters_on(child, columns):
                 return True
-        elif getattr(getattr(child.lhs, "target", None), "column", None) in columns:
+        elif _column(child) in columns:
             return True
     return False
+
+
+def _column(lookup) -> str | None:
+    """The column a lookup tests; a text_search() tests search_text."""
+    if getattr(getattr(lookup, "rhs", None), "model", None) is SearchEntry:
+        return "search_text"
+    return getattr(getattr(lookup.lhs, "target", None), "column", None)
+
+
+def _search_apart(qs):
+    """`qs` without its text_search() (a top-level AND condition), and the term."""
+    alias = qs.query.annotations.get("search_term")
+    if alias is None:
+        return qs, None
+    qs = qs.all()  # a clone: its WHERE's list of children is its own
+    where = qs.query.where
+    where.children = [child for child in where.children if _column(child) != "search_text"]
+    return qs, alias.value
 
 
 def _next_id() -> int:
@@ -106,11 +147,28 @@ def _next_id() -> int:
     return (newest or 0) + 1
 
 
-def _newest_below(qs, floor: int, count: int) -> list[Message]:
-    """The `count` newest rows of `qs` below id `floor`, whatever their density."""
-    below = qs.filter(id__lt=floor).annotate(unordered_id=F("id") + 0)
-    ids = list(below.order_by("-unordered_id").values_list("id", flat=True)[:count])
-    return list(qs.filter(id__in=ids)) if ids else []
+def _searched_apart(qs, term: str) -> list:
+    """`qs` searched for `term` as two querysets, the indexed messages and the newer ones,
+    each a plain semi-join the planner can drive from the other filters' index (probing
+    the entries by id) or from the trigram index, whichever finds fewer rows."""
+    upto = searchindex.indexed_upto()
+    entry = SearchEntry.objects.filter(message_id=OuterRef("id"), text__icontains=term)
+    return [
+        qs.filter(id__lte=upto).filter(Exists(entry)),
+        qs.filter(id__gt=upto, search_text__icontains=term),
+    ]
+
+
+def _newest_below(parts: list, count: int) -> list[Message]:
+    """The `count` newest rows of the querysets in `parts`, whatever their density."""
+    ids = []
+    for qs in parts:
+        below = qs.annotate(unordered_id=F("id") + 0)
+        ids += below.order_by("-unordered_id").values_list("id", flat=True)[:count]
+    ids = sorted(ids, reverse=True)[:count]
+    # By id alone: they match, and filtering again would run the search again.
+    listed = Message.objects.order_by("-id").defer(*LIST_DEFERRED)
+    return list(listed.filter(id__in=ids)) if ids else []
 
 
 def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:

@@ -1,9 +1,10 @@
-"""Celery entry points for alerts: thin wrappers over dlq/alerts.py and dlq/delivery.py."""
+"""Celery entry points for alerts and the search index: thin wrappers over dlq/alerts.py,
+dlq/delivery.py and dlq/searchindex.py."""
 
 from celery import shared_task
 from django.db import DatabaseError
 
-from dlq import alerts, delivery
+from dlq import alerts, delivery, searchindex
 
 
 @shared_task(ignore_result=True)
@@ -27,3 +28,9 @@ def send_alert(attempt_id: int) -> str | None:
     if following is not None:
         send_alert.apply_async((following.id,), eta=following.not_before)
     return None
+
+
+@shared_task(ignore_result=True)
+def index_search() -> int:
+    """Beat, every few seconds: copy new messages into the search index."""
+    return searchindex.run_pass()

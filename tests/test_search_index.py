@@ -1,0 +1,167 @@
+"""The search index behind the drainer: a search is exact before the indexer ran, after it,
+and after an edit; the watermark never passes an id still being committed; retention takes
+the entries with their messages."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from dlq import actions, queries, retention, searchindex
+from dlq.models import SearchEntry
+from tests.factories import client_for, make_message, make_messages, make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def search(q: str) -> list[int]:
+    client = client_for(make_user("viewer"), token=True)
+    response = client.get("/api/v1/messages", {"q": q})
+    assert response.status_code == 200
+    return [m["id"] for m in response.json()["results"]]
+
+
+def entries(messages) -> dict[int, str]:
+    found = SearchEntry.objects.filter(message_id__in=[m.pk for m in messages])
+    return dict(found.values_list("message_id", "text"))
+
+
+def test_a_message_drained_just_now_is_found_before_the_indexer_ran():
+    searchindex.catch_up()
+    old = make_message(body=b"invoice 4711 declined")
+    searchindex.catch_up()
+    new = make_message(body=b"INVOICE 4711 declined again")
+    assert entries([new]) == {}
+    assert searchindex.indexed_upto() < new.pk
+    assert search("invoice 4711") == [new.pk, old.pk]
+
+
+def test_it_is_found_through_its_entry_after_the_indexer_ran():
+    hits = make_messages(3, body=b"customer ACME-Widgets")
+    make_messages(2, body=b"customer Globex")
+    assert searchindex.catch_up() == 5
+    assert searchindex.indexed_upto() >= hits[-1].pk
+    assert "customer ACME-Widgets" in entries(hits)[hits[0].pk]
+    assert search("acme-widgets") == [m.pk for m in reversed(hits)]
+    assert searchindex.run_pass() == 0  # nothing new: nothing copied twice
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_an_edit_changes_what_the_message_is_found_by(indexed):
+    message = make_message(body=b"shipment to old-street 5")
+    if indexed:
+        searchindex.catch_up()
+    actions.edit(message.pk, "ops", "address fixed", body_text="shipment to new-avenue 9")
+    assert search("old-street") == []
+    assert search("new-avenue") == [message.pk]
+    searchindex.catch_up()
+    assert "new-avenue" in entries([message])[message.pk]
+    assert search("old-street") == []
+    assert search("new-avenue") == [message.pk]
+
+
+def test_the_watermark_waits_for_an_id_that_commits_after_higher_ones():
+    searchindex.catch_up()
+    stored, release = threading.Event(), threading.Event()
+    held = []
+
+    def slow_batch():
+        try:
+            with transaction.atomic():
+                held.append(make_message(queue="slow.dlq", body=b"late-needle"))
+                stored.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=slow_batch)
+    writer.start()
+    try:
+        assert stored.wait(30)
+        # A higher id, committed first (another queue: one queue's batches serialise).
+        later = make_message(queue="fast.dlq", body=b"early-needle")
+        assert later.pk > held[0].pk
+        for _ in range(3):
+            searchindex.run_pass()
+        assert searchindex.indexed_upto() < held[0].pk
+    finally:
+        release.set()
+        writer.join()
+    assert search("late-needle") == [held[0].pk]  # committed: the tail finds it at once
+    searchindex.catch_up()
+    assert set(entries([held[0], later])) == {held[0].pk, later.pk}
+    assert search("late-needle") == [held[0].pk]
+    assert search("-needle") == [later.pk, held[0].pk]
+
+
+def test_retention_purges_the_entries_with_their_messages_without_reading_them():
+    gone = make_messages(3, body=b"noise to purge")
+    kept = make_message(body=b"noise to keep")
+    for message in gone:
+        actions.discard(message.pk, "ops", "noise")
+    searchindex.catch_up()
+    assert len(entries([*gone, kept])) == 4
+    with CaptureQueriesContext(connection) as queries:
+        assert retention.purge_messages(now=timezone.now() + timedelta(days=400)) == 3
+    assert set(entries([*gone, kept])) == {kept.pk}
+    touched = [q["sql"] for q in queries if "searchentry" in q["sql"]]
+    assert touched and all(sql.startswith("DELETE") for sql in touched)  # by id, unread
+    assert search("noise to") == [kept.pk]
+
+
+@pytest.mark.parametrize("indexed", ["none", "half", "all"])
+def test_search_pages_are_the_same_wherever_the_indexer_stands(monkeypatch, indexed):
+    monkeypatch.setattr(queries, "PAGE_WINDOW", 3)  # a few rows behave like a million
+    make_message(body=b"before")
+    searchindex.catch_up()
+    messages = []
+    for i in range(24):
+        needle = i % 5 == 0 or i in (21, 22)
+        messages += make_messages(1, queue=f"q{i % 2}.dlq", body=b"Needle" if needle else b"hay")
+    if indexed == "half":
+        searchindex.run_pass()  # looks
+        searchindex.run_pass(limit=12)  # copies 12 ids
+        assert messages[10].pk < searchindex.indexed_upto() < messages[13].pk
+    elif indexed == "all":
+        searchindex.catch_up()
+    hits = [m.pk for m in reversed(messages) if bytes(m.body) == b"Needle"]
+    for filters, expected in (
+        ({"q": "needle"}, hits),
+        ({"q": "NEEDLE", "queue": "q0.dlq"}, [pk for pk in hits if pk in even(messages)]),
+        ({"q": "absent"}, []),
+    ):
+        for limit in (1, 2, 50):
+            assert walk(filters, limit) == expected, (filters, limit)
+
+
+def even(messages) -> set[int]:
+    return {m.pk for m in messages if m.queue == "q0.dlq"}
+
+
+def walk(filters: dict, limit: int) -> list[int]:
+    seen, cursor = [], None
+    while True:
+        rows, cursor = queries.page(queries.filter_messages(filters), cursor, limit)
+        seen += [m.id for m in rows]
+        if cursor is None:
+            return seen
+
+
+def test_celery_beat_runs_the_indexer_every_few_seconds():
+    from django.conf import settings
+
+    from console.celery import app
+    from dlq import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["index-search"]
+    assert entry["task"] == tasks.index_search.name
+    assert entry["schedule"] <= 10
+    app.loader.import_default_modules()
+    assert entry["task"] in app.tasks
+    message = make_message(body=b"beat-needle")
+    tasks.index_search()  # looks
+    tasks.index_search()  # copies
+    assert message.pk in entries([message])
