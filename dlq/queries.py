@@ -138,7 +138,13 @@ def _search_apart(qs):
         return qs, None
     qs = qs.all()  # a clone: its WHERE's list of children is its own
     where = qs.query.where
-    where.children = [child for child in where.children if _column(child) != "search_text"]
+    # Nested nodes are the OR of a filter like `exchange` (delivered or original): never the
+    # search, which filter_messages adds as a condition of its own.
+    where.children = [
+        child
+        for child in where.children
+        if hasattr(child, "children") or _column(child) != "search_text"
+    ]
     return qs, alias.value
 
 

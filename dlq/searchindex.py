@@ -55,7 +55,8 @@ def run_pass(limit: int = PASS_LIMIT) -> int:
         if mark is None:
             return 0
         target = _settled(mark)
-        written, copied_to = _copy(mark.upto, min(target, mark.upto + limit))
+        start = _first_gap_end(mark.upto, target)
+        written, copied_to = _copy(start, min(target, start + limit))
         mark.upto = copied_to
         if copied_to == target:  # caught up: look again
             mark.seen_upto, mark.holders = _look()
@@ -78,6 +79,17 @@ def _settled(mark: SearchWatermark) -> int:
         return mark.upto
     still_open = {tuple(h) for h in mark.holders} & {tuple(h) for h in _holders()}
     return mark.upto if still_open else max(mark.upto, mark.seen_upto)
+
+
+def _first_gap_end(after: int, target: int) -> int:
+    """Where copying starts: past the ids above `after` that no message has (a fresh
+    console with a high id sequence, or ids retention purged), so a pass's `limit` of ids
+    is spent on messages. Ids up to `target` can no longer commit (_settled)."""
+    first = Message.objects.filter(id__gt=after).order_by("id").values_list("id", flat=True)
+    found = first.first()
+    if found is None:
+        return max(after, target)
+    return max(after, min(found - 1, target))
 
 
 def _copy(after: int, upto: int) -> tuple[int, int]:

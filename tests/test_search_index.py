@@ -165,3 +165,18 @@ def test_celery_beat_runs_the_indexer_every_few_seconds():
     tasks.index_search()  # looks
     tasks.index_search()  # copies
     assert message.pk in entries([message])
+
+
+def test_a_pass_skips_the_ids_no_message_has():
+    # Ids far above the watermark (a purged past, or a sequence that started high): one
+    # pass of `limit` ids still reaches the messages.
+    searchindex.catch_up()
+    first = make_message(body=b"gap-needle")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setval(pg_get_serial_sequence('dlq_message', 'id'), %s)",
+                       [first.pk + 50_000])  # fmt: skip
+    far = make_message(body=b"gap-needle far")
+    searchindex.run_pass(limit=100)  # looks
+    searchindex.run_pass(limit=100)  # copies the first
+    searchindex.run_pass(limit=100)  # copies the far one, past the gap
+    assert set(entries([first, far])) == {first.pk, far.pk}
