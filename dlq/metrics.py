@@ -25,7 +25,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
-from dlq import heartbeat, queries
+from dlq import heartbeat, queries, searchindex
 from dlq.health_models import DrainCounter
 from dlq.models import AlertAttempt, DrainedQueue, Message
 from dlq.ops_models import Job, JobStatus, Replay
@@ -80,6 +80,7 @@ class ConsoleCollector:
         yield from self._drain()
         yield self._stored()
         yield self._backlog()
+        yield self._search_lag()
         yield from self._drainers()
         yield self._replays()
         yield self._alerts()
@@ -117,6 +118,15 @@ class ConsoleCollector:
             if (vhost, name) in depths:
                 backlog.add_metric([vhost, name], depths[(vhost, name)])
         return backlog
+
+    def _search_lag(self):
+        """Messages the search indexer has not reached: searches stay exact, but read
+        them one by one (dlq/searchindex.py); a growing figure means beat is not running."""
+        lag = GaugeMetricFamily(
+            "dlq_search_index_lag_messages", "Stored messages the search index has not reached"
+        )
+        lag.add_metric([], Message.objects.filter(id__gt=searchindex.indexed_upto()).count())
+        return lag
 
     def _drainers(self):
         now = timezone.now()

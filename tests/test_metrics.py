@@ -98,3 +98,15 @@ def test_the_network_allowance_can_be_switched_off(monkeypatch):
 def test_loopback_is_refused_once_switched_off(settings):
     settings.DLQ_METRICS_ALLOWED_NETS = []
     assert Client().get("/metrics").status_code == 401
+
+
+def test_it_shows_how_far_behind_the_search_index_is():
+    from dlq import searchindex
+
+    searchindex.catch_up()
+    assert value(scrape(), "dlq_search_index_lag_messages") == 0
+    make_message(body=b"one")
+    make_message(body=b"two")
+    assert value(scrape(), "dlq_search_index_lag_messages") == 2
+    searchindex.catch_up()
+    assert value(scrape(), "dlq_search_index_lag_messages") == 0
