@@ -62,35 +62,55 @@ def _int(value) -> int | None:
     return None
 
 
+def _items(typed, kind: str) -> list | dict | None:
+    """The items of a typed array or table, as plain(typed) would find them, unconverted.
+
+    x-death is read for every message: converting it whole (plain) built every nested
+    value anew only to read a few of them.
+    """
+    if not isinstance(typed, dict) or "base64" in typed or typed.get("type") != kind:
+        return None
+    items = typed.get("value")
+    return items if isinstance(items, list if kind == "array" else dict) else None
+
+
 def x_death_entries(headers: dict) -> list[dict]:
     """The well-formed `x-death` entries, most recent first, as plain dicts."""
-    entries = plain(headers.get("x-death"))
-    if not isinstance(entries, list):
+    entries = _items(headers.get("x-death"), "array")
+    if entries is None:
         return []
     good = []
-    for entry in entries:
-        if not isinstance(entry, dict) or not _str(entry.get("queue")):
+    for typed_entry in entries:
+        entry = _items(typed_entry, "table")
+        if entry is None:
             continue
-        keys, exchange = entry.get("routing-keys"), entry.get("exchange")
-        count = entry.get("count")  # a long from the broker; anything else is forged
+        queue = _str(plain(entry.get("queue")))
+        if not queue:
+            continue
+        exchange, count = plain(entry.get("exchange")), plain(entry.get("count"))
+        keys = _items(entry.get("routing-keys"), "array")
+        # a long from the broker; anything else is forged
         count = count if isinstance(count, int) and not isinstance(count, bool) else 0
+        time = plain(entry.get("time"))
         good.append(
             {
-                "queue": _str(entry.get("queue")),
-                "reason": _str(entry.get("reason")),
+                "queue": queue,
+                "reason": _str(plain(entry.get("reason"))),
                 # An entry exists because the message died there at least once.
                 "count": count if count > 0 else 1,
-                "time": entry.get("time") if isinstance(entry.get("time"), datetime) else None,
+                "time": time if isinstance(time, datetime) else None,
                 "exchange": _str(exchange),
                 # "" is the default exchange; a forged entry may name none at all.
                 "exchange_known": isinstance(exchange, str | bytes),
-                "routing_keys": [_str(k) for k in keys if isinstance(k, str | bytes)]
-                if isinstance(keys, list)
-                else [],
-                "original_expiration": _str(entry.get("original-expiration")) or None,
+                "routing_keys": [] if keys is None else _texts(keys),
+                "original_expiration": _str(plain(entry.get("original-expiration"))) or None,
             }
         )
     return good
+
+
+def _texts(items: list) -> list[str]:
+    return [_str(key) for item in items if isinstance(key := plain(item), str | bytes)]
 
 
 def _from_x_death(death: Death, headers: dict, entries: list[dict]) -> None:

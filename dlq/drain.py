@@ -34,7 +34,7 @@ from django.db import DatabaseError
 from django.db import connection as db
 
 from dlq import amqp, heartbeat, mgmt, store
-from dlq.ingest import Delivery, build_row, fallback_row
+from dlq.ingest import Delivery, build_row, fallback_row, legacy_fingerprint
 
 log = logging.getLogger("dlq.drain")
 _STOP = object()
@@ -80,6 +80,24 @@ class Backoff:
 
 def is_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
+
+
+def rows_of(deliveries: list[Delivery]) -> list[dict]:
+    """The rows to store, made as each message arrived where that worked."""
+    rows = []
+    for delivery in deliveries:
+        try:
+            row = delivery.row or build_row(delivery)
+        except Exception as e:  # hostile input must never block the queue
+            log.exception("could not read a message; storing its bytes as they are")
+            row = fallback_row(delivery, e)
+        else:
+            if delivery.redelivered:  # it may be stored already, by a drainer of 0.1.0
+                with contextlib.suppress(Exception):  # its new fingerprint still matches
+                    row["_legacy_fingerprint"] = legacy_fingerprint(delivery)
+        row["_redelivered"] = delivery.redelivered
+        rows.append(row)
+    return rows
 
 
 class Drainer:
@@ -529,20 +547,8 @@ class Drainer:
             self.beat.stopped()
             db.close()
 
-    def _rows(self, batch: Batch) -> list[dict]:
-        rows = []
-        for delivery in batch.deliveries:
-            try:
-                row = delivery.row or build_row(delivery)
-            except Exception as e:  # hostile input must never block the queue
-                log.exception("could not read a message; storing its bytes as they are")
-                row = fallback_row(delivery, e)
-            row["_redelivered"] = delivery.redelivered
-            rows.append(row)
-        return rows
-
     def _store(self, batch: Batch) -> None:
-        rows = self._rows(batch)
+        rows = rows_of(batch.deliveries)
         backoff = Backoff(cap=DB_RETRY_CAP_S)
         while True:
             if batch.generation != self.generation:

