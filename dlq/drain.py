@@ -130,6 +130,8 @@ class Drainer:
         self.consumers: dict[str, str] = {}
         self.unacked: set[str] = set()
         self.awaiting: set[Batch] = set()  # committed batches whose writer waits for the ack
+        self.in_flight: Batch | None = None  # the writer's: acked last, forget not settled
+        self.forget_conn = store.ForgetConnection()  # the writer's
         # The ack ledger (see _acked): a queue of this drainer that keeps the id of the last
         # batch whose ack the broker processed; the batches acked on the current connection;
         # those acked on a connection that was then lost, until the ledger is read.
@@ -522,11 +524,13 @@ class Drainer:
                 try:
                     item = self.work.get(timeout=0.2)
                 except queuelib.Empty:
+                    self._settle_in_flight()
                     self._forget_acked()
                     self.beat.tick(len(self.consumers))
                     continue
                 try:
                     if item is _STOP:
+                        self._settle_in_flight()
                         self._forget_acked()
                         return
                     if isinstance(item, tuple) and item[0] == "note":
@@ -545,6 +549,7 @@ class Drainer:
                     self.work.task_done()
         finally:
             self.beat.stopped()
+            self.forget_conn.close()
             db.close()
 
     def _store(self, batch: Batch) -> None:
@@ -593,27 +598,38 @@ class Drainer:
         as possible: the forget is prepared now and committed by the main thread right
         after the ack (store.PreparedForget). It used to ride on the next batch's
         transaction, so nearly every crash left an acked batch pending behind it.
+
+        The writer does not wait for the ack: it stores the next batch meanwhile, and
+        settles this one's forget before preparing the next (_settle_in_flight).
         """
+        self._settle_in_flight()
         try:
-            batch.forget = store.PreparedForget.start([batch.id])
+            batch.forget = store.PreparedForget.start([batch.id], self.forget_conn)
         except DatabaseError as e:
-            db.close()
             log.warning("could not prepare forgetting a batch", extra={"error": str(e).strip()})
+        self.awaiting.add(batch)
+        self.in_flight = batch
+        if not self._post(partial(self._acked, batch)):
+            batch.done.set()  # no ack can come: the forget is rolled back
+
+    def _settle_in_flight(self) -> None:
+        """The batch whose ack went out last: wait for the main thread's decision, then read
+        the outcome of its forget (or forget it now, if that could not be prepared)."""
+        batch, self.in_flight = self.in_flight, None
+        if batch is None:
+            return
         # Blocked without polling: a waking writer would contend for the GIL just when the
         # main thread must send the ack and the COMMIT back to back. _wake_writer ends the
         # wait when the connection is gone.
-        self.awaiting.add(batch)
-        if self._post(partial(self._acked, batch)):
-            while not batch.done.wait(1.0):
-                if batch.generation != self.generation or self.finished:
-                    break  # no ack can come any more; the main thread has moved on
+        while not batch.done.wait(1.0):
+            if batch.generation != self.generation or self.finished:
+                break  # no ack can come any more; the main thread has moved on
         self.awaiting.discard(batch)
         forgotten = False
         if batch.forget is not None:
             try:
                 forgotten = batch.forget.finish()
             except DatabaseError as e:
-                db.close()
                 log.warning("forgetting a batch failed", extra={"error": str(e).strip()})
         if batch.acked and not forgotten:
             self._forget([batch.id])  # SQLite, or the prepared forget failed: now, or later

@@ -1,17 +1,20 @@
-"""The drainer's binary COPY stores exactly what a plain INSERT of the same rows stores."""
+"""The drainer's binary COPY stores exactly what a plain INSERT of the same rows stores.
+
+Transactional tests: outside a transaction, store_batch takes its few-round-trip path on
+PostgreSQL (the drainer's); inside one (transaction.atomic), its careful Django path."""
 
 import json
 from dataclasses import replace
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from dlq import store
 from dlq.ingest import build_row
-from dlq.models import Message, PendingBatch
+from dlq.models import DrainedQueue, Message, PendingBatch
 from tests.ingestcases import RECEIVED_AT, deliveries
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _rows() -> list[dict]:
@@ -51,10 +54,16 @@ def test_binary_copy_stores_what_insert_stores():
             assert cursor.fetchall() == [("lz4",)]
 
 
-def test_a_row_the_database_refuses_is_stored_without_derived_fields():
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_a_row_the_database_refuses_is_stored_without_derived_fields(in_transaction):
     rows = _rows()[:5]
     rows[2]["message_id"] = "m" * 300  # longer than the column: the binary COPY fails
-    assert store.store_batch("r" * 32, "test drainer", rows) == 5
+    if in_transaction:
+        with transaction.atomic():
+            assert store.store_batch("r" * 32, "test drainer", rows) == 5
+    else:
+        assert store.store_batch("r" * 32, "test drainer", rows) == 5
+    assert Message.objects.count() == 5
     stored = _stored("r" * 32)
     assert [bytes(m["body"]) for m in stored] == [row["body"] for row in rows]
     assert "stored without derived fields" in stored[2]["drain_note"]
@@ -85,3 +94,22 @@ def test_a_redelivery_of_a_message_a_0_1_0_drainer_stored_is_recognised():
     assert new == 1
     assert Message.objects.count() == 7
     assert Message.objects.filter(drain_batch="n" * 32).count() == 5  # taken over, and the twin
+
+
+def test_both_ways_of_storing_a_batch_store_the_same_and_are_idempotent():
+    fast, careful = _rows(), _rows()
+    assert store.store_batch("f" * 32, "test drainer", fast, forget=["x" * 32]) == len(fast)
+    with transaction.atomic():
+        assert store.store_batch("s" * 32, "test drainer", careful) == len(careful)
+    assert _stored("f" * 32) == _stored("s" * 32)
+    # A retry after a lost answer to COMMIT stores nothing, either way.
+    assert store.store_batch("f" * 32, "test drainer", _rows()) == 0
+    with transaction.atomic():
+        assert store.store_batch("s" * 32, "test drainer", _rows()) == 0
+    assert Message.objects.count() == 2 * len(fast)
+    assert set(PendingBatch.objects.values_list("id", flat=True)) == {"f" * 32, "s" * 32}
+    queues = {(q.vhost, q.name) for q in DrainedQueue.objects.exclude(last_arrival_at=None)}
+    assert queues == {(row["vhost"], row["queue"]) for row in fast}
+    # Forgetting rides on the next batch.
+    assert store.store_batch("g" * 32, "test drainer", _rows()[:1], forget=["f" * 32]) == 1
+    assert not PendingBatch.objects.filter(id="f" * 32).exists()
