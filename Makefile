@@ -6,7 +6,8 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/dlq
 
 .PHONY: run test setup services lint check bench docs-screenshots clean
 
-$(VENV)/.installed: pyproject.toml
+# Again when a compiled module's source changes: the install builds it (setup.py).
+$(VENV)/.installed: pyproject.toml setup.py dlq/_wire.pyx dlq/deaths.py dlq/ingest.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -10,7 +10,7 @@
 3. Raw ceiling: plain pika (its own codec, no database) consumes N with prefetch 2000 and
    `basic_ack(multiple=True)` every 500.
 4. Refills, then runs `manage.py drain --once --queues PARKING` as a subprocess with the
-   product defaults (batch 500, prefetch 2000, flush 50 ms, synchronous commits) and
+   product defaults (batch 1000, prefetch 2000, flush 50 ms, synchronous commits) and
    measures messages/s from the first to the last stored batch, and its peak RSS.
 5. Refills and does the same with two drainer processes on the same queue.
 
@@ -332,6 +332,8 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT))
+    from dlq import compiled
+
     print(f"benchmark database {args.database_url}: recreating and migrating", flush=True)
     make_database(args.database_url)
     broker = Broker(args.broker_url, f"dlqbench-{uuid.uuid4().hex[:8]}")
@@ -359,9 +361,10 @@ def main() -> None:
     print()
     print(f"N = {args.n:,} messages, body {args.size} B, persistent, real x-death (expired, DLX)")
     print(
-        "drainer: product defaults DLQ_DRAIN_BATCH=500 DLQ_DRAIN_PREFETCH=2000"
+        "drainer: product defaults DLQ_DRAIN_BATCH=1000 DLQ_DRAIN_PREFETCH=2000"
         f" DLQ_DRAIN_FLUSH_MS=50, synchronous_commit={one['sync']}"
     )
+    print(f"drainer: compiled modules {compiled.describe()} (setup.py)")
     print(f"ceiling: plain pika, prefetch {PREFETCH}, basic_ack(multiple=True) every {ACK_EVERY}")
     print(
         "msg/s: first to last delivery (ceiling), first to last stored batch (drainers);"

@@ -127,7 +127,7 @@ DLQ_TELEGRAM_API_URL = env_url(
 )
 
 # Drainer tuning (documented in the README; the defaults are the measured sweet spot).
-DLQ_DRAIN_BATCH = env_int("DLQ_DRAIN_BATCH", 500, minimum=1, maximum=10_000)
+DLQ_DRAIN_BATCH = env_int("DLQ_DRAIN_BATCH", 1000, minimum=1, maximum=10_000)
 DLQ_DRAIN_PREFETCH = env_int("DLQ_DRAIN_PREFETCH", 2000, minimum=1, maximum=65_535)
 DLQ_DRAIN_FLUSH_MS = env_int("DLQ_DRAIN_FLUSH_MS", 50, minimum=1, maximum=10_000)
 DLQ_DRAIN_BATCH_BYTES = env_int("DLQ_DRAIN_BATCH_BYTES", 16 * 1024 * 1024, minimum=1024)

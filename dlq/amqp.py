@@ -146,6 +146,21 @@ def decode_table(buf: bytes, off: int, depth: int = 0) -> tuple[dict, int]:
     return table, off
 
 
+# The same decoder, compiled (dlq/_wire.pyx): TypedProperties.decode uses it where it is
+# built, and the Python above elsewhere (and as the reference, tests/test_compiled.py).
+try:
+    from dlq import _wire
+except ImportError:
+    _wire = None
+else:
+    _wire.use(decode_value, MAX_NESTING)
+
+
+def decoder() -> str:
+    """Which decoder reads the content headers: "compiled" or "Python"."""
+    return "compiled" if _wire is not None else "Python"
+
+
 # --- encoding ---------------------------------------------------------------------------
 
 _INT_RANGES = {
@@ -435,31 +450,38 @@ def _encode_short(name: str, value) -> bytes:
     return bytes([len(raw)]) + raw
 
 
+def decode_properties(props, encoded: bytes, offset: int = 0):
+    """Set props' attributes from a content header's property list (flags, then values)."""
+    flags, shift = 0, 0
+    while True:
+        (partial,) = _U16(encoded, offset)
+        offset += 2
+        flags |= partial << shift
+        shift += 16
+        if not partial & 1:
+            break
+    for name, kind, bit in _FIELDS:
+        if not flags & (1 << bit):
+            continue
+        if kind == "s":
+            value, offset = _decode_short(encoded, offset)
+        elif kind == "F":
+            value, offset = decode_table(encoded, offset)
+        elif kind == "B":
+            value, offset = encoded[offset], offset + 1
+        else:
+            value, offset = _U64(encoded, offset)[0], offset + 8
+        setattr(props, name, value)
+    return props
+
+
 class TypedProperties(spec.BasicProperties):
     """BasicProperties whose headers are a typed table (see the module docstring)."""
 
     def decode(self, encoded, offset=0):
-        flags, shift = 0, 0
-        while True:
-            (partial,) = _U16(encoded, offset)
-            offset += 2
-            flags |= partial << shift
-            shift += 16
-            if not partial & 1:
-                break
-        for name, kind, bit in _FIELDS:
-            if not flags & (1 << bit):
-                continue
-            if kind == "s":
-                value, offset = _decode_short(encoded, offset)
-            elif kind == "F":
-                value, offset = decode_table(encoded, offset)
-            elif kind == "B":
-                value, offset = encoded[offset], offset + 1
-            else:
-                value, offset = _U64(encoded, offset)[0], offset + 8
-            setattr(self, name, value)
-        return self
+        if _wire is not None and type(encoded) is bytes:  # the same, compiled
+            return _wire.decode_properties(self, encoded, offset, _FIELDS)
+        return decode_properties(self, encoded, offset)
 
     def encode(self):
         flags, pieces = 0, []

@@ -30,6 +30,7 @@ batch pending again: those are stored twice.
 """
 
 import contextlib
+import functools
 import logging
 import operator
 import select
@@ -180,6 +181,14 @@ def _lz4_setting(cursor) -> str:
     return "SET LOCAL default_toast_compression = lz4" if _lz4 else ""
 
 
+@functools.cache
+def _copy_statement() -> tuple[str, list[str] | None]:
+    """The COPY statement and its binary types (the same for the life of the process)."""
+    cols = ", ".join(connection.ops.quote_name(c) for c in COLUMNS)
+    types = _binary_types()
+    return f"COPY {_TABLE} ({cols}) FROM STDIN" + (" (FORMAT BINARY)" if types else ""), types
+
+
 def _copy(cursor, rows: list[dict]) -> None:
     """COPY the rows in binary (PostgreSQL with psycopg 3).
 
@@ -189,9 +198,7 @@ def _copy(cursor, rows: list[dict]) -> None:
     COPY is binary: the drainer's thread spends less than half the time on a row as in
     text COPY (no escaping of the body and the long texts), and the server parses less.
     """
-    cols = ", ".join(connection.ops.quote_name(c) for c in COLUMNS)
-    types = _binary_types()
-    sql = f"COPY {_TABLE} ({cols}) FROM STDIN" + (" (FORMAT BINARY)" if types else "")
+    sql, types = _copy_statement()
     # psycopg takes the datetimes as they are (PostgreSQL's adapt_datetimefield_value is
     # the identity): no adapting row by row.
     with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
