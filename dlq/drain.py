@@ -539,8 +539,11 @@ class Drainer:
                     self.beat.tick(len(self.consumers))
                     continue
                 try:
-                    if item is _STOP:
+                    if not isinstance(item, Batch):
+                        # Before anything else touches pending batches: the last batch's
+                        # forget holds its row locked until its ack is decided.
                         self._settle_in_flight()
+                    if item is _STOP:
                         self._forget_acked()
                         return
                     if isinstance(item, tuple) and item[0] == "note":

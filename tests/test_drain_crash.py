@@ -42,20 +42,28 @@ def test_kill_9_repeatedly_during_a_20000_message_drain(broker, spawn, db_url, u
     print(f"seed {seed}")
     kills = 0
     for round_ in range(8):
+        before = row_count(parking)
         proc = spawn([parking], db_url, name="kill9")
         if round_ % 3 == 0:
-            # Anywhere from start-up through connecting to the first batches.
-            time.sleep(rng.uniform(0.3, 1.5))
+            # Anywhere from start-up through connecting to the first batches (but never
+            # more than 2,000 rows in: a fast drainer must not finish before the last kill).
+            deadline = time.monotonic() + rng.uniform(0.3, 1.5)
+            wait_for(
+                lambda d=deadline, b=before: time.monotonic() >= d or row_count(parking) > b + 2000,
+                60,
+                "the kill's moment",
+                interval=0.01,
+            )
         else:
             # In the middle of the drain: after some hundreds of rows, plus a random instant.
-            target = row_count(parking) + rng.randint(200, 1600)
+            target = before + rng.randint(200, 1200)
             wait_for(
                 lambda t=target, p=proc: row_count(parking) >= t or not p.alive(),
                 60,
                 "the drainer to make progress",
                 interval=0.02,
             )
-            time.sleep(rng.uniform(0, 0.08))
+            time.sleep(rng.uniform(0, 0.02))
         assert proc.alive(), proc.log()[-3000:]
         proc.kill()
         kills += 1
