@@ -3,7 +3,7 @@
 
 dlq/amqp.py holds the reference in Python and uses this one when it is built (`make setup`,
 or `pip install .` where a C compiler is at hand). Same values, same types, same errors on
-a truncated table (tests/test_wire.py compares them). The common value types are read
+a truncated table (tests/test_compiled.py compares them). The common value types are read
 here; the rare scalar ones are handed back to the reference (`_other`).
 """
 

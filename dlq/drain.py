@@ -500,7 +500,11 @@ class Drainer:
             if self.batch:
                 self._flush()
             deadline = time.monotonic() + 60
-            while (self.unacked or self.work.unfinished_tasks) and time.monotonic() < deadline:
+            # Until the writer has settled the last forget too: with the ledger deleted and
+            # the connection closed, a batch left pending could no longer be settled.
+            while (
+                self.unacked or self.work.unfinished_tasks or self.in_flight is not None
+            ) and time.monotonic() < deadline:
                 self.conn.process_data_events(time_limit=0.05)
             self.channel.queue_delete(self.ledger)  # a clean close settles every ack
             self.conn.close()
@@ -534,8 +538,11 @@ class Drainer:
                 try:
                     item = self.work.get(timeout=0.2)
                 except queuelib.Empty:
-                    self._settle_in_flight()
-                    self._forget_acked()
+                    try:
+                        self._settle_in_flight()
+                        self._forget_acked()
+                    except Exception:  # a dead writer would stall the drainer with no sign
+                        log.exception("the writer failed while idle; it goes on")
                     self.beat.tick(len(self.consumers))
                     continue
                 try:
@@ -615,7 +622,10 @@ class Drainer:
         The writer does not wait for the ack: it stores the next batch meanwhile, and
         settles this one's forget before preparing the next (_settle_in_flight).
         """
-        self._settle_in_flight()
+        try:
+            self._settle_in_flight()
+        except Exception:  # this batch's ack must go out whatever went wrong with the last
+            log.exception("could not settle the last batch's forget; it stays pending")
         try:
             batch.forget = store.PreparedForget.start([batch.id], self.forget_conn)
         except DatabaseError as e:
@@ -628,24 +638,27 @@ class Drainer:
     def _settle_in_flight(self) -> None:
         """The batch whose ack went out last: wait for the main thread's decision, then read
         the outcome of its forget (or forget it now, if that could not be prepared)."""
-        batch, self.in_flight = self.in_flight, None
+        batch = self.in_flight
         if batch is None:
             return
-        # Blocked without polling: a waking writer would contend for the GIL just when the
-        # main thread must send the ack and the COMMIT back to back. _wake_writer ends the
-        # wait when the connection is gone.
-        while not batch.done.wait(1.0):
-            if batch.generation != self.generation or self.finished:
-                break  # no ack can come any more; the main thread has moved on
-        self.awaiting.discard(batch)
-        forgotten = False
-        if batch.forget is not None:
-            try:
-                forgotten = batch.forget.finish()
-            except DatabaseError as e:
-                log.warning("forgetting a batch failed", extra={"error": str(e).strip()})
-        if batch.acked and not forgotten:
-            self._forget([batch.id])  # SQLite, or the prepared forget failed: now, or later
+        try:
+            # Blocked without polling: a waking writer would contend for the GIL just when
+            # the main thread must send the ack and the COMMIT back to back. _wake_writer
+            # ends the wait when the connection is gone.
+            while not batch.done.wait(1.0):
+                if batch.generation != self.generation or self.finished:
+                    break  # no ack can come any more; the main thread has moved on
+            self.awaiting.discard(batch)
+            forgotten = False
+            if batch.forget is not None:
+                try:
+                    forgotten = batch.forget.finish()
+                except DatabaseError as e:
+                    log.warning("forgetting a batch failed", extra={"error": str(e).strip()})
+            if batch.acked and not forgotten:
+                self._forget([batch.id])  # SQLite, or the prepared forget failed: now or later
+        finally:
+            self.in_flight = None  # _shutdown waits for this before it closes the connection
 
     def _post(self, callback) -> bool:
         # A closed connection refuses the callback: the batch is redelivered and recognised.

@@ -480,7 +480,7 @@ class PreparedForget:
                     break
                 ok = ok or result.status == pq.ExecStatus.COMMAND_OK
                 error = error or (result.error_message or b"").decode(errors="replace")
-        except psycopg.Error as e:
+        except (psycopg.Error, OSError, ValueError) as e:  # ValueError: a closed socket
             self.conn.close()
             raise OperationalError(str(e)) from e
         except OperationalError:

@@ -7,6 +7,7 @@ the same corpus runs through the sources alone, in a copy of the package with no
 """
 
 import base64
+import json
 import os
 import shutil
 import struct
@@ -189,3 +190,41 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "golden rows: the same" in done.stdout
+
+
+@pytest.mark.slow
+def test_without_a_c_compiler_the_install_goes_on_and_the_sources_run(tmp_path):
+    """An install where nothing compiles: it succeeds, an old build left in the checkout is
+    removed rather than run, and the package imports as Python."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    checkout = tmp_path / "checkout"
+    for name in tracked:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, checkout / name)
+    for old in (ROOT / "dlq").glob("*.so"):  # an earlier build, of older sources
+        shutil.copy(old, checkout / "dlq" / old.name)
+    shutil.copy(ROOT / "dlq" / "_compiled.json", checkout / "dlq" / "_compiled.json")
+    with (checkout / "dlq" / "ingest.py").open("a") as f:
+        f.write("# edited since that build\n")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    done = subprocess.run(
+        [venv / "bin" / "pip", "install", "-q", "--no-deps", "-e", "."],
+        cwd=checkout,
+        env={**os.environ, "CC": "/bin/false"},  # a compiler that always fails
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list((checkout / "dlq").glob("*.so")) == []
+    assert json.loads((checkout / "dlq" / "_compiled.json").read_text()) == {}
+    described = subprocess.run(
+        [venv / "bin" / "python", "-c", "from dlq import compiled; print(compiled.describe())"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+    )
+    assert described.stdout.strip() == "none (pure Python)", described.stderr
