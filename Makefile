@@ -7,7 +7,8 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/dlq
 .PHONY: run test setup services lint check bench docs-screenshots clean
 
 # Again when a compiled module's source changes: the install builds it (setup.py).
-$(VENV)/.installed: pyproject.toml setup.py dlq/_wire.pyx dlq/deaths.py dlq/ingest.py
+$(VENV)/.installed: pyproject.toml setup.py dlq/broker/_wire.pyx \
+		dlq/messages/deaths.py dlq/messages/ingest.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -132,9 +132,9 @@ def body_of(i: int, size: int) -> bytes:
 
 class Broker:
     def __init__(self, url: str, prefix: str):
-        from dlq import amqp
+        from dlq.broker import amqp, codec
 
-        self.amqp = amqp
+        self.amqp, self.codec = amqp, codec
         self.url = url
         self.work, self.parking, self.dlx = f"{prefix}.work", f"{prefix}.park", f"{prefix}.dlx"
         self.conn = amqp.connect(url, "dlq-bench")
@@ -150,13 +150,13 @@ class Broker:
 
     def fill(self, n: int, size: int) -> float:
         """Dead-letter n messages into the parking queue; the publish rate."""
-        amqp = self.amqp
+        amqp, codec = self.amqp, self.codec
         if self.depth():
             self.ch.queue_purge(self.parking)
         started = time.perf_counter()
         now = int(time.time())
         for i in range(n):
-            headers = amqp.typed_table({"tenant": f"tenant-{i % 17}", "attempt": i % 3 + 1})
+            headers = codec.typed_table({"tenant": f"tenant-{i % 17}", "attempt": i % 3 + 1})
             props = amqp.make_properties(
                 {
                     "content_type": "application/json",

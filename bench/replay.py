@@ -8,10 +8,10 @@
    (bulk inserts through dlq/store.py, exactly the rows the drainer writes), all of which
    died in the benchmark's own durable work queue.
 3. Ceiling: the same N messages, built exactly as a replay builds them, published by
-   `dlq.amqp.ConfirmPublisher` alone (asynchronous confirms, the product's window, mandatory,
+   `dlq.broker.amqp.ConfirmPublisher` alone (asynchronous confirms, the product's window, mandatory,
    no database) into the work queue.
 4. The product: `jobs.create_job` (replay by filter to `failed_queue`, no rate limit), then
-   `jobs.run_job` in-process, timed from start to finish with every message confirmed and
+   `job_run.run_job` in-process, timed from start to finish with every message confirmed and
    settled in the database. Progress is printed while it runs.
 
 Both publish into the same durable queue, purged in between; the queue is deleted at the
@@ -78,8 +78,9 @@ def seed(n: int, size: int, park: str, work: str) -> None:
     """N parked rows as the drainer stores them (a real x-death naming the work queue)."""
     from datetime import UTC, datetime
 
-    from dlq import amqp, store
-    from dlq.ingest import Delivery, build_row
+    from dlq.broker import amqp, codec
+    from dlq.drain import store
+    from dlq.messages.ingest import Delivery, build_row
     from tests.factories import death_headers
 
     now = datetime.now(UTC)
@@ -88,7 +89,7 @@ def seed(n: int, size: int, park: str, work: str) -> None:
     for first in range(0, n, SEED_CHUNK):
         rows = []
         for i in range(first, min(first + SEED_CHUNK, n)):
-            headers = {**deaths, **amqp.typed_table({"tenant": f"t-{i % 17}", "attempt": 1})}
+            headers = {**deaths, **codec.typed_table({"tenant": f"t-{i % 17}", "attempt": 1})}
             props = amqp.make_properties(
                 {
                     "content_type": "application/json",
@@ -126,7 +127,8 @@ def analyze() -> None:
 
 def ceiling(park: str, window: int, broker_url: str) -> float:
     """ConfirmPublisher alone, no database: the same messages, built as a replay builds them."""
-    from dlq import amqp, replay
+    from dlq.actions import replay
+    from dlq.broker import amqp
     from dlq.models import Message
 
     outgoing = []
@@ -150,16 +152,20 @@ class Profile:
     """--sql: time per step of the job (claim, publish, settle) and per kind of statement,
     in every thread the job uses."""
 
-    STEPS = ("_claim_batch", "_publish", "_settle_batch")
+    # (module, name): each step patched where the job calls it.
+    STEPS = (("job_batch", "_claim_batch"), ("job_run", "_publish"), ("job_run", "settle_batch"))
 
     def __init__(self):
         from django.db.backends.signals import connection_created
 
-        from dlq import jobs
+        from dlq.actions import job_batch, job_run
+
+        modules = {"job_batch": job_batch, "job_run": job_run}
 
         self.stats: dict[str, list] = {}
-        for name in self.STEPS:
-            setattr(jobs, name, self._timed(f"step {name}", getattr(jobs, name)))
+        for module, name in self.STEPS:
+            timed = self._timed(f"step {name.lstrip('_')}", getattr(modules[module], name))
+            setattr(modules[module], name, timed)
         connection_created.connect(self._on_connection, weak=False)
 
     def _add(self, key: str, seconds: float) -> None:
@@ -195,8 +201,8 @@ class Profile:
 def run_job(park: str, n: int, sql: bool) -> float:
     from django.db import connection
 
-    from dlq import jobs
-    from dlq.ops_models import Job
+    from dlq.actions import job_run, jobs
+    from dlq.models.actions import Job
 
     job = jobs.create_job("bench", "replay", filters={"queue": park}, target="failed_queue",
                           reason="benchmark")  # fmt: skip
@@ -208,7 +214,7 @@ def run_job(park: str, n: int, sql: bool) -> float:
 
     def work():
         try:
-            outcome["status"] = jobs.run_job(job.pk)
+            outcome["status"] = job_run.run_job(job.pk)
         finally:
             connection.close()
 
@@ -233,7 +239,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000, help="messages (20000)")
     parser.add_argument("--size", type=int, default=1024, help="body bytes (1024)")
     parser.add_argument("--runs", type=int, default=1, help="ceiling + job pairs (1)")
-    parser.add_argument("--batch", type=int, help="override jobs.BATCH (to explore)")
+    parser.add_argument("--batch", type=int, help="override job_batch.BATCH (to explore)")
     parser.add_argument(
         "--sql", action="store_true", help="time the job's steps and SQL statements"
     )
@@ -250,10 +256,11 @@ def main() -> None:
     setup_django(args.database_url, args.broker_url)
     from django.conf import settings
 
-    from dlq import amqp, jobs
+    from dlq.actions import job_batch
+    from dlq.broker import amqp
 
     if args.batch:
-        jobs.BATCH = args.batch
+        job_batch.BATCH = args.batch
 
     prefix = f"dlqbench-replay-{uuid.uuid4().hex[:8]}"
     park, work = f"{prefix}.dlq", f"{prefix}.work"
@@ -271,7 +278,7 @@ def main() -> None:
             top = ceiling(park, window, args.broker_url)
             print(f"  {top:,.0f} msg/s", flush=True)
             channel.queue_purge(work)
-            print(f"run {run}: bulk replay job (jobs.run_job, in-process)", flush=True)
+            print(f"run {run}: bulk replay job (job_run.run_job, in-process)", flush=True)
             rate = run_job(park, args.n, args.sql)
             depth = channel.queue_declare(work, passive=True).method.message_count
             if depth != args.n:
@@ -285,7 +292,7 @@ def main() -> None:
 
     print()
     print(f"N = {args.n:,} messages, body {args.size} B, persistent, durable queue, "
-          f"window {window}, batch of the job {jobs.BATCH}")  # fmt: skip
+          f"window {window}, batch of the job {job_batch.BATCH}")  # fmt: skip
     print(f"{'run':<6}{'ceiling msg/s':>15}{'job msg/s':>12}{'ratio':>8}")
     for run, (top, rate) in enumerate(results, 1):
         print(f"{run:<6}{top:>15,.0f}{rate:>12,.0f}{rate / top:>8.2f}")

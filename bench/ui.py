@@ -12,7 +12,7 @@
    Variety: 20 queues (skewed), four statuses, four death reasons, 30 exception types,
    ~600 failure groups, bodies of 300-1000 bytes of JSON-like text built from ~1,500
    words, one rare term in 25 rows and common words in a third of them.
-3. With --index (or after seeding), runs the search indexer (dlq/searchindex.py) until
+3. With --index (or after seeding), runs the search indexer (dlq/search.py) until
    every message has its search entry, the trigram index dropped first and rebuilt after
    (a million entries: about 20 s to copy, four minutes to index), and prints its rows/s.
    Without it, messages the indexer has not reached are searched in the table itself
@@ -210,10 +210,10 @@ def _array(values: list[str]) -> str:
 
 def index_all(url: str) -> None:
     """Run the search indexer until it has caught up, as a bulk load: without the trigram
-    index, built after (searchindex.BATCH rows a statement, as in production)."""
+    index, built after (search.BATCH rows a statement, as in production)."""
     import psycopg
 
-    from dlq import searchindex
+    from dlq.messages import search
 
     with psycopg.connect(_pg_url(url), autocommit=True) as conn:
         definition = conn.execute(
@@ -221,7 +221,7 @@ def index_all(url: str) -> None:
         ).fetchone()
         conn.execute("DROP INDEX IF EXISTS search_entry_trgm")
         started = time.perf_counter()
-        copied = searchindex.catch_up()
+        copied = search.catch_up()
         took = time.perf_counter() - started
         print(f"  indexer: {copied:,} entries in {took:.1f} s ({copied / took:,.0f} rows/s)")
         if definition:
@@ -239,7 +239,7 @@ def viewer_clients():
     from django.contrib.auth.models import Group, User
     from django.test import Client
 
-    from dlq.tokens import create_token
+    from dlq.accounts.tokens import create_token
 
     user, _ = User.objects.get_or_create(username="bench-viewer")
     user.groups.add(Group.objects.get_or_create(name="viewer")[0])
@@ -292,7 +292,7 @@ def cases(deep_cursor: str) -> list[tuple[str, dict, int]]:
 
 def callers(api, page, params: dict, filters: dict) -> list[tuple]:
     """The three ways a case is timed: the API, the page, and the page's queries alone."""
-    from dlq import queries
+    from dlq.messages import queries
 
     def via_api():
         response = api.get("/api/v1/messages", params)
@@ -314,7 +314,7 @@ def measure(args) -> list[tuple]:
 
     from django.db import connection
 
-    from dlq import queries
+    from dlq.messages import queries
     from dlq.models import Message
 
     api, page = viewer_clients()

@@ -32,7 +32,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from any process (gunicorn in the image, `make run`), DEBUG or not.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "dlq.csp.csp_middleware",
+    "dlq.web.csp.csp_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -55,7 +55,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dlq.views.console_context",
+                "dlq.web.access.console_context",
             ],
         },
     },
@@ -162,21 +162,21 @@ CELERY_BROKER_URL = env_url(
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
-CELERY_IMPORTS = ("dlq.jobtasks", "dlq.health_tasks")
+CELERY_IMPORTS = ("dlq.tasks",)
 # Workers of one deployment (or one test run) share a queue name; the default is Celery's.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_BEAT_SCHEDULE = {
     # Alerts: count new arrivals, send due digests. "expires" drops ticks a busy or stopped
     # worker did not take in time, so a backlog never turns into a burst of passes.
     "evaluate-alerts": {
-        "task": "dlq.tasks.evaluate_alerts",
+        "task": "dlq.tasks.alerts.evaluate_alerts",
         "schedule": 15.0,
         "options": {"expires": 14},
     },
     # The search index follows the drainer (dlq/searchindex.py); a search is exact
     # meanwhile, but the newer the messages it has not reached, the more a search reads.
     "index-search": {
-        "task": "dlq.tasks.index_search",
+        "task": "dlq.tasks.search.index_search",
         "schedule": 5.0,
         "options": {"expires": 4},
     },

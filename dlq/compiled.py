@@ -1,11 +1,12 @@
 """Which of the drainer's hot modules run compiled (setup.py), and a guard against old builds.
 
-An editable install (`make setup`) builds dlq/_wire.pyx, dlq/deaths.py and dlq/ingest.py
-into C extensions beside their sources, and Python imports an extension before a source of
-the same name: after an edit, the old build would go on running, silently. setup.py
-records the SHA-256 of each source it built in dlq/_compiled.json, and `check()`, run when
-the package is imported, refuses a build whose source has changed since. An install from
-a wheel has no such file: its extensions and sources come from the same build.
+An editable install (`make setup`) builds dlq/broker/_wire.pyx, dlq/messages/deaths.py and
+dlq/messages/ingest.py into C extensions beside their sources, and Python imports an
+extension before a source of the same name: after an edit, the old build would go on
+running, silently. setup.py records the SHA-256 of each source it built in
+dlq/_compiled.json, and `check()`, run when the package is imported, refuses a build whose
+source has changed since. An install from a wheel has no such file: its extensions and
+sources come from the same build.
 """
 
 import hashlib
@@ -16,7 +17,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "_compiled.json"
 # module -> its source in dlq/: the decoder written for Cython, two modules compiled as is.
-SOURCES = {"dlq._wire": "_wire.pyx", "dlq.deaths": "deaths.py", "dlq.ingest": "ingest.py"}
+SOURCES = {
+    "dlq.broker._wire": "broker/_wire.pyx",
+    "dlq.messages.deaths": "messages/deaths.py",
+    "dlq.messages.ingest": "messages/ingest.py",
+}
 
 
 class StaleBuild(ImportError):
@@ -28,10 +33,13 @@ def built() -> list[str]:
     return [
         name
         for name in SOURCES
-        if any(
-            (HERE / f"{name.rpartition('.')[2]}{suffix}").exists() for suffix in EXTENSION_SUFFIXES
-        )
+        if any(_extension(name, suffix).exists() for suffix in EXTENSION_SUFFIXES)
     ]
+
+
+def _extension(name: str, suffix: str) -> Path:
+    """Where a module's build lies: beside its source."""
+    return (HERE / SOURCES[name]).with_name(name.rpartition(".")[2] + suffix)
 
 
 def _digest(name: str) -> str:
@@ -50,7 +58,7 @@ def check() -> None:
     if stale:
         raise StaleBuild(
             f"{', '.join(stale)} changed since it was compiled: run `make setup` to build it"
-            " again, or delete its .so file in dlq/ to run the source"
+            " again, or delete its .so file beside the source to run the source"
         )
 
 

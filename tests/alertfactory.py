@@ -5,8 +5,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dlq import alerts, amqp, store
-from dlq.ingest import Delivery, build_row
+from dlq.alerts import engine
+from dlq.broker import amqp
+from dlq.drain import store
+from dlq.messages.ingest import Delivery, build_row
 from dlq.models import AlertChannel
 
 
@@ -76,8 +78,8 @@ def sent_to(recorder, kind: str) -> list:
 @pytest.fixture
 def default_rule(db):
     """Alerts counting from now, with the out-of-the-box rule."""
-    alerts.reset_horizon()
-    return alerts.ensure_default_rule()
+    engine.reset_horizon()
+    return engine.ensure_default_rule()
 
 
 def add_channel(kind: str, recorder, name: str = "", **config) -> AlertChannel:

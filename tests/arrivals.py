@@ -9,9 +9,9 @@ from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
-from dlq import amqp
+from dlq.broker import amqp
 from dlq.models import Message, Status
-from dlq.ops_models import Outcome, Replay
+from dlq.models.actions import Outcome, Replay
 
 
 def arrivals(channel, queue: str, quiet: float = 0.5) -> list[tuple[int, str]]:

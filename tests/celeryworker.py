@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from dlq import jobtasks
+from dlq.tasks import jobs as job_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
@@ -76,7 +76,7 @@ class Worker:
 @contextmanager
 def jobs_on_worker(top, monkeypatch):
     """A worker on the test's own Celery queue; pages hand their jobs to it exactly as
-    jobtasks.start does, only on that queue."""
+    job_tasks.start does, only on that queue."""
     queue = top.name("celery")
     top.cleanup["queues"].append(queue)
     top.cleanup["exchanges"].append(queue)
@@ -84,7 +84,7 @@ def jobs_on_worker(top, monkeypatch):
     try:
         running.wait_ready()
         monkeypatch.setattr(
-            jobtasks, "start", lambda job: jobtasks.run_job.apply_async((job.pk,), queue=queue)
+            job_tasks, "start", lambda job: job_tasks.run_job.apply_async((job.pk,), queue=queue)
         )
         yield running
     finally:

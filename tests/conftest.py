@@ -5,8 +5,9 @@ import uuid
 
 import pytest
 
-from dlq import amqp, jobtasks
-from dlq.drain import Drainer
+from dlq.broker import amqp, codec
+from dlq.drain.drainer import Drainer
+from dlq.tasks import jobs as job_tasks
 from tests.celeryworker import jobs_on_worker
 from tests.factories import client_for, make_user
 from tests.topology import Topology
@@ -70,7 +71,7 @@ def admin():
 def started(monkeypatch):
     """The jobs a page or the API handed to the worker queue, in order (none runs)."""
     handed = []
-    monkeypatch.setattr(jobtasks, "start", lambda job: handed.append(job.pk))
+    monkeypatch.setattr(job_tasks, "start", lambda job: handed.append(job.pk))
     return handed
 
 
@@ -87,7 +88,7 @@ def publish(ch, exchange: str, routing_key: str, body: bytes, headers: dict | No
     typed = None
     if headers is not None:
         typed = {
-            k: v if isinstance(v, dict) and "type" in v else amqp.typed(v)
+            k: v if isinstance(v, dict) and "type" in v else codec.typed(v)
             for k, v in headers.items()
         }
     ch.basic_publish(exchange, routing_key, body, amqp.make_properties(properties, typed))

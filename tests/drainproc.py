@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pika
 
-from dlq import amqp
+from dlq.broker import amqp
 from tests.conftest import BROKER_URL
 
 ROOT = Path(__file__).resolve().parent.parent

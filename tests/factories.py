@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from dlq import amqp, store
-from dlq.ingest import Delivery, build_row
+from dlq.accounts.tokens import create_token
+from dlq.broker import amqp, codec
+from dlq.drain import store
+from dlq.messages.ingest import Delivery, build_row
 from dlq.models import Message
-from dlq.tokens import create_token
 
 
 def _str(value: str) -> dict:
@@ -61,7 +62,7 @@ def make_messages(
     at = received_at or datetime.now(UTC)
     typed = death_headers(died_in, reason, exchange, [routing_key], at)
     for key, value in (headers or {}).items():
-        typed[key] = value if isinstance(value, dict) and "type" in value else amqp.typed(value)
+        typed[key] = value if isinstance(value, dict) and "type" in value else codec.typed(value)
     props = amqp.make_properties(properties, typed)
     delivery = Delivery(queue, vhost, dlx, delivered_key or routing_key, False, props, body)
     batch = uuid.uuid4().hex

@@ -16,8 +16,8 @@ import struct
 import sys
 from datetime import UTC, datetime
 
-from dlq import amqp
-from dlq.ingest import Delivery
+from dlq.broker import amqp, codec
+from dlq.messages.ingest import Delivery
 
 RECEIVED_AT = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
 GOLDEN = "tests/golden/build_rows.json"
@@ -73,7 +73,7 @@ EVERY_TYPE = {
         "value": {"inner": {"type": "table", "value": {"nul\u0000key": _s("x\u0000y")}}},
     },
     # Deeper than MAX_NESTING: the decoder keeps the innermost levels as wire bytes.
-    "deep": _nested(60, {"type": "table", "base64": _b64(amqp.encode_value(_nested(9))[5:])}),
+    "deep": _nested(60, {"type": "table", "base64": _b64(codec.encode_value(_nested(9))[5:])}),
     "ключ ✓": _s("unicode key"),
     "bad-key-\udcff": _s("a key that is not UTF-8"),
 }
@@ -297,13 +297,13 @@ def comparable(row: dict) -> dict:
 
 
 def rows() -> list[dict]:
-    from dlq.ingest import build_row
+    from dlq.messages.ingest import build_row
 
     return [comparable(build_row(d, RECEIVED_AT)) for d in deliveries()]
 
 
 def fingerprints() -> list[str]:
-    from dlq.ingest import build_row
+    from dlq.messages.ingest import build_row
 
     return [build_row(d, RECEIVED_AT)["fingerprint"] for d in deliveries()]
 

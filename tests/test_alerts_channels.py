@@ -5,7 +5,7 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied
 from django.core.management import CommandError, call_command
 
-from dlq import channels
+from dlq.alerts import channels
 from dlq.models import AlertAttempt, AlertChannel
 
 pytestmark = pytest.mark.django_db

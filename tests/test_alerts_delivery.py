@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from console.logfmt import LogfmtFormatter
-from dlq import alerts, channels, delivery, notifiers
+from dlq.alerts import channels, delivery, engine, transports
 from dlq.models import AlertAttempt, AlertChannel, TokenBucket
 from tests.alertfactory import add_channel, arrive, sent_to
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def quick_backoff(monkeypatch):
     """Retries without a server hint wait 0.1 s instead of seconds."""
-    monkeypatch.setattr(notifiers, "BACKOFF_S", (0.1, 0.1))
+    monkeypatch.setattr(transports, "BACKOFF_S", (0.1, 0.1))
 
 
 def tries(ch: AlertChannel) -> list[tuple]:
@@ -95,7 +95,7 @@ def test_it_retries_a_server_error_a_few_times_then_gives_up(endpoint, quick_bac
     last = channels.send_test(hook)
 
     hook.refresh_from_db()
-    assert len(endpoint.requests) == notifiers.MAX_TRIES == 3
+    assert len(endpoint.requests) == transports.MAX_TRIES == 3
     assert last.status == "failed"
     assert tries(hook) == [(1, "failed", 503), (2, "failed", 503), (3, "failed", 503)]
     assert hook.enabled  # a transient failure never switches a channel off
@@ -142,7 +142,7 @@ def test_it_survives_a_channel_that_cannot_be_reached(default_rule, endpoint, qu
     t0 = timezone.now() - timedelta(hours=1)
     arrive("orders.dlq", 3, at=t0)
 
-    last = {a.channel_name: a for a in map(delivery.deliver_now, alerts.evaluate(t0))}
+    last = {a.channel_name: a for a in map(delivery.deliver_now, engine.evaluate(t0))}
 
     assert last[dead.name].status == "failed"
     assert "connection failed" in last[dead.name].error

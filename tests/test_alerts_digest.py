@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from dlq import alerts, delivery
+from dlq.alerts import delivery, engine
 from dlq.models import AlertAttempt, AlertDigest, Message
 from tests.alertfactory import add_channel, arrive, sent_to
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def run(now) -> list[AlertAttempt]:
     """One evaluation pass, then every queued attempt delivered in this process."""
-    return [delivery.deliver_now(attempt_id) for attempt_id in alerts.evaluate(now)]
+    return [delivery.deliver_now(attempt_id) for attempt_id in engine.evaluate(now)]
 
 
 def test_it_sends_one_digest_per_channel_for_a_burst(default_rule, endpoint):
@@ -126,7 +126,7 @@ def test_it_skips_ids_of_an_insert_that_rolled_back_after_the_grace(default_rule
 
     run(t0)
     assert endpoint.requests == []  # a hole below visible rows may still be committing
-    run(t0 + alerts.GAP_GRACE)
+    run(t0 + engine.GAP_GRACE)
     assert [r.json()["count"] for r in endpoint.requests] == [4]
 
 
@@ -170,7 +170,7 @@ def test_it_sends_nothing_without_arrivals(default_rule, endpoint):
 
 def test_it_sends_to_the_rule_channels_only(default_rule, endpoint):
     mine, other = add_channel("webhook", endpoint), add_channel("slack", endpoint)
-    rule = alerts.create_rule(f"orders-{uuid.uuid4().hex[:4]}", channels=[mine], queues="o*")
+    rule = engine.create_rule(f"orders-{uuid.uuid4().hex[:4]}", channels=[mine], queues="o*")
     default_rule.enabled = False
     default_rule.save()
     t0 = timezone.now() - timedelta(hours=1)

@@ -5,8 +5,8 @@ from html.parser import HTMLParser
 import pytest
 from django.utils import timezone
 
-from dlq import alerts, delivery
-from dlq.notifiers import (
+from dlq.alerts import delivery, engine
+from dlq.alerts.transports import (
     Alert,
     Item,
     SlackNotifier,
@@ -69,7 +69,7 @@ def test_it_escapes_hostile_content_for_slack_and_telegram(default_rule, endpoin
     t0 = timezone.now() - timedelta(hours=1)
     arrive(HOSTILE_QUEUE, 2, exception=HOSTILE, died_in=HOSTILE, at=t0)
 
-    for attempt_id in alerts.evaluate(t0):
+    for attempt_id in engine.evaluate(t0):
         assert delivery.deliver_now(attempt_id).status == "sent"
 
     [slack] = sent_to(endpoint, "slack")

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from dlq import alerts, delivery
+from dlq.alerts import delivery, engine
 from dlq.models import Message
 from tests.alertfactory import add_channel, arrive
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def run(now):
-    return [delivery.deliver_now(attempt_id) for attempt_id in alerts.evaluate(now)]
+    return [delivery.deliver_now(attempt_id) for attempt_id in engine.evaluate(now)]
 
 
 def group_of(message_id: int) -> str:
@@ -72,7 +72,7 @@ def test_it_knows_groups_stored_before_counting_started(default_rule, endpoint):
     add_channel("webhook", endpoint)
     t0 = timezone.now() - timedelta(hours=1)
     arrive("orders.dlq", 3, exception="HistoricError", at=t0)
-    alerts.reset_horizon()
+    engine.reset_horizon()
     arrive("orders.dlq", 1, exception="HistoricError", at=t0)
     run(t0)
     assert [(b["kind"], b["count"], b["new_groups"]) for b in bodies(endpoint)] == [
@@ -85,7 +85,7 @@ def test_it_keeps_a_muted_group_silent(default_rule, endpoint):
     t0 = timezone.now() - timedelta(hours=1)
     noisy = arrive("orders.dlq", 1, exception="Noisy", at=t0)
     run(t0)
-    alerts.mute(until=t0 + timedelta(hours=2), group=group_of(noisy[0]), reason="known bug")
+    engine.mute(until=t0 + timedelta(hours=2), group=group_of(noisy[0]), reason="known bug")
 
     arrive("orders.dlq", 500, exception="Noisy", at=t0 + timedelta(minutes=20))
     run(t0 + timedelta(minutes=20))
@@ -99,7 +99,7 @@ def test_it_keeps_a_muted_group_silent(default_rule, endpoint):
 def test_it_keeps_a_muted_queue_silent_until_the_mute_ends(default_rule, endpoint):
     add_channel("webhook", endpoint)
     t0 = timezone.now() - timedelta(hours=1)
-    alerts.mute(until=t0 + timedelta(minutes=30), queue="billing.*")
+    engine.mute(until=t0 + timedelta(minutes=30), queue="billing.*")
     arrive("billing.dlq", 50, at=t0)
     arrive("orders.dlq", 2, at=t0)
     run(t0)
@@ -116,7 +116,7 @@ def test_it_mutes_a_group_only_in_the_queues_named(default_rule, endpoint):
     add_channel("webhook", endpoint)
     t0 = timezone.now() - timedelta(hours=1)
     ids = arrive("orders.dlq", 1, exception="E", died_in="shared", at=t0)
-    alerts.mute(until=t0 + timedelta(hours=1), queue="orders.dlq", group=group_of(ids[0]))
+    engine.mute(until=t0 + timedelta(hours=1), queue="orders.dlq", group=group_of(ids[0]))
     arrive("orders.dlq", 5, exception="E", died_in="shared", at=t0)
     arrive("audit.dlq", 2, exception="E", died_in="shared", at=t0)
     run(t0)
@@ -146,7 +146,7 @@ def test_it_tells_quiet_hours_across_midnight_in_the_rule_time_zone(default_rule
     default_rule.quiet_start, default_rule.quiet_end = time(22, 0), time(7, 0)
     default_rule.quiet_tz = "America/New_York"
     at = lambda hour: datetime(2025, 7, 1, hour, 30, tzinfo=UTC)  # noqa: E731 (EDT = UTC-4)
-    assert alerts.in_quiet_hours(default_rule, at(3))  # 23:30 local
-    assert alerts.in_quiet_hours(default_rule, at(10))  # 06:30 local
-    assert not alerts.in_quiet_hours(default_rule, at(11))  # 07:30 local
-    assert not alerts.in_quiet_hours(default_rule, at(16))
+    assert engine.in_quiet_hours(default_rule, at(3))  # 23:30 local
+    assert engine.in_quiet_hours(default_rule, at(10))  # 06:30 local
+    assert not engine.in_quiet_hours(default_rule, at(11))  # 07:30 local
+    assert not engine.in_quiet_hours(default_rule, at(16))

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from dlq.models import AlertAttempt
-from dlq.tasks import evaluate_alerts
+from dlq.tasks.alerts import evaluate_alerts
 from tests.alertfactory import add_channel, arrive
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,5 +59,5 @@ def test_it_sends_an_alert_through_a_real_celery_worker(
     attempt = AlertAttempt.objects.get(channel=hook)
     assert (attempt.status, attempt.http_status, attempt.kind) == ("sent", 200, "new_group")
     log = (tmp_path / "worker.log").read_text()
-    assert "dlq.tasks.send_alert" in log and "alert sent" in log
+    assert "dlq.tasks.alerts.send_alert" in log and "alert sent" in log
     assert "worker-secret" not in log

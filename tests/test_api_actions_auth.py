@@ -4,9 +4,9 @@ session, and the request id every answer echoes and every audit row keeps."""
 import pytest
 from django.test import Client
 
-from dlq import jobs
+from dlq.actions import jobs
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Job
+from dlq.models.actions import AuditEntry, Job
 from tests.factories import client_for, make_message, make_user
 
 pytestmark = pytest.mark.django_db

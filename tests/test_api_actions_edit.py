@@ -5,9 +5,9 @@ import base64
 
 import pytest
 
-from dlq import actions
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, MessageVersion
+from dlq.models.actions import AuditEntry, MessageVersion
 from tests.factories import client_for, make_message, make_user
 
 pytestmark = pytest.mark.django_db
@@ -139,7 +139,7 @@ def test_it_refuses_an_edit_that_changes_nothing(operator):
 
 def test_it_answers_409_to_an_edit_of_a_message_that_is_not_parked(operator):
     m = _json_message()
-    actions.discard(m.pk, "ops", "junk")
+    message_actions.discard(m.pk, "ops", "junk")
     response = _patch(operator, m.pk, {"body_text": "{}", "reason": "r"})
     assert response.status_code == 409
     assert response.json() == {

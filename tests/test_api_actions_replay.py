@@ -2,9 +2,9 @@
 
 import pytest
 
-from dlq import actions
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Replay
+from dlq.models.actions import AuditEntry, Replay
 from tests.factories import client_for, make_message, make_user
 from tests.topology import get
 
@@ -141,7 +141,7 @@ def test_it_answers_400_to_a_body_that_is_not_json(top, operator):
 
 def test_it_answers_409_to_a_replay_of_a_message_that_is_not_parked(top, operator):
     m = _parked(top, top.queue("work"))
-    actions.discard(m.pk, "ops", "junk")
+    message_actions.discard(m.pk, "ops", "junk")
     response = _replay(operator, m.pk, "failed_queue")
     assert response.status_code == 409
     assert response.json() == {

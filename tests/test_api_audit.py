@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dlq import actions, audit
+from dlq.actions import audit
+from dlq.actions import message as message_actions
 from tests.factories import client_for, make_message, make_user
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +95,7 @@ def test_it_refuses_bad_filters_field_by_field(viewer):
 
 def test_it_exports_csv_as_a_download_with_formulas_defused(viewer, actor):
     m = make_message()
-    actions.discard(m.pk, actor, '=HYPERLINK("http://evil","x")', request_id="csv-1")
+    message_actions.discard(m.pk, actor, '=HYPERLINK("http://evil","x")', request_id="csv-1")
     audit.record(actor, "restore", 'plain, with "quotes"\nand a newline', [m.pk])
 
     response = viewer.get("/api/v1/audit", {"format": "csv", "actor": actor})
@@ -114,7 +115,7 @@ def test_it_exports_csv_as_a_download_with_formulas_defused(viewer, actor):
 
 
 def test_it_exports_every_matching_row_in_batches(viewer, actor, monkeypatch):
-    monkeypatch.setattr("dlq.api_audit.CSV_BATCH", 3)
+    monkeypatch.setattr("dlq.api.audit.CSV_BATCH", 3)
     for n in range(8):
         audit.record(actor, "discard", f"r{n}", [n + 1])
     response = viewer.get("/api/v1/audit", {"format": "csv", "actor": actor, "limit": 1})

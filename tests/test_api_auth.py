@@ -5,8 +5,9 @@ import pytest
 from django.test import Client, RequestFactory
 from ninja.errors import AuthorizationError
 
+from dlq.accounts.tokens import create_token
+from dlq.api.auth import SessionAuth
 from dlq.models import ApiToken
-from dlq.tokens import SessionAuth, create_token
 from tests.factories import client_for, make_message, make_user
 
 pytestmark = pytest.mark.django_db

@@ -16,8 +16,10 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from console.wsgi import application
-from dlq import actions, jobs, jobtasks
-from dlq.tokens import create_token
+from dlq.accounts.tokens import create_token
+from dlq.actions import job_run, jobs
+from dlq.actions import message as message_actions
+from dlq.tasks import jobs as job_tasks
 from tests.factories import make_message, make_user
 from tests.topology import Topology
 
@@ -56,19 +58,19 @@ def _keep_the_test_connection():
 def world(channel, cleanup_queues, unique, monkeypatch):
     """Messages in every status and jobs to aim at; replays go only to this test's queue or
     to an exchange that does not exist. Jobs are never started (no worker involved)."""
-    monkeypatch.setattr(jobtasks, "start", lambda job: None)
+    monkeypatch.setattr(job_tasks, "start", lambda job: None)
     top = Topology(channel, cleanup_queues, unique)
     work = top.queue("work")
     seed = {"queue": top.name("dlq"), "died_in": work, "exchange": top.name("gone")}
     parked = [make_message(**seed, body=b"plain text") for _ in range(2)]
     parked.append(make_message(**seed, content_type="application/json"))
     discarded = make_message(**seed)
-    actions.discard(discarded.pk, "fuzz", "seed")
+    message_actions.discard(discarded.pk, "fuzz", "seed")
     replayed = make_message(**seed)
-    actions.replay_one(replayed.pk, "failed_queue", "fuzz", "seed")
+    message_actions.replay_one(replayed.pk, "failed_queue", "fuzz", "seed")
     pending = jobs.create_job("fuzz", "discard", ids=[parked[0].pk], reason="seed")
     done = jobs.create_job("fuzz", "discard", ids=[discarded.pk], reason="seed")
-    jobs.run_job(done.pk)
+    job_run.run_job(done.pk)
     return {
         "messages": [m.pk for m in (*parked, discarded, replayed)],
         "jobs": [pending.pk, done.pk],

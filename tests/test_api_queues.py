@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dlq import store
+from dlq.drain import store
 from dlq.models import Message
 from tests.conftest import publish
 from tests.factories import client_for, make_message, make_messages, make_user

@@ -6,8 +6,9 @@ import io
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from dlq import actions, audit, jobs
-from dlq.ops_models import AuditEntry
+from dlq.actions import audit, jobs
+from dlq.actions import message as message_actions
+from dlq.models.actions import AuditEntry
 from tests.factories import make_messages, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,10 +27,14 @@ def test_it_writes_exactly_one_row_per_action(top):
     user = make_user("operator")
     a, b, c = make_messages(3, queue=top.name("dlq"), died_in=work)
     steps = [
-        (lambda: actions.edit(a.pk, user, "fix", body_text='{"order": 2}'), "edit", [a.pk]),
-        (lambda: actions.replay_one(a.pk, "failed_queue", user, "go", "req-1"), "replay", [a.pk]),
-        (lambda: actions.discard(b.pk, user, "junk"), "discard", [b.pk]),
-        (lambda: actions.restore(b.pk, user, "keep"), "restore", [b.pk]),
+        (lambda: message_actions.edit(a.pk, user, "fix", body_text='{"order": 2}'), "edit", [a.pk]),
+        (
+            lambda: message_actions.replay_one(a.pk, "failed_queue", user, "go", "req-1"),
+            "replay",
+            [a.pk],
+        ),
+        (lambda: message_actions.discard(b.pk, user, "junk"), "discard", [b.pk]),
+        (lambda: message_actions.restore(b.pk, user, "keep"), "restore", [b.pk]),
     ]
     for step, action, message_ids in steps:
         before = _last_id()
@@ -57,7 +62,7 @@ def test_it_writes_exactly_one_row_per_action(top):
 def test_it_keeps_the_actors_name_when_the_user_is_deleted():
     user = make_user("operator")
     (m,) = make_messages(1)
-    actions.discard(m.pk, user, "junk")
+    message_actions.discard(m.pk, user, "junk")
     name = user.username
     user.delete()
 
@@ -67,7 +72,7 @@ def test_it_keeps_the_actors_name_when_the_user_is_deleted():
 
 def test_the_database_refuses_to_change_or_delete_audit_rows():
     (m,) = make_messages(1)
-    actions.discard(m.pk, "erin", "junk")
+    message_actions.discard(m.pk, "erin", "junk")
     row = AuditEntry.objects.get()
 
     attempts = [
@@ -92,7 +97,7 @@ def test_it_exports_csv_without_formula_injection():
     ms = make_messages(5)
     evil = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", " \t=1"]
     for m, reason in zip(ms, evil, strict=True):
-        actions.discard(m.pk, "\t=cmd|' /C calc'!A0", reason, request_id="=1+2")
+        message_actions.discard(m.pk, "\t=cmd|' /C calc'!A0", reason, request_id="=1+2")
 
     rows = list(csv.reader(io.StringIO(audit.to_csv(AuditEntry.objects.order_by("id")))))
 

@@ -4,7 +4,7 @@ and a forged POST is refused."""
 
 import pytest
 
-from dlq import channels
+from dlq.alerts import channels
 from dlq.models import AlertChannel
 from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_user

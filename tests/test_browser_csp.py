@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from dlq import actions, jobs
+from dlq.actions import job_run, jobs
+from dlq.actions import message as message_actions
 from tests.browser import log_in, screenshot
 from tests.factories import make_messages, make_user
 
@@ -62,10 +63,12 @@ def hostile_data(unique) -> dict:
                              headers={XSS: XSS, **exception}, correlation_id=XSS[:60])  # fmt: skip
     operator = make_user("operator", password=PASSWORD)
     headers = {**messages[0].headers, "note": {"type": "longstr", "value": XSS}}
-    actions.edit(messages[0].pk, operator, XSS, body_text=f'{{"x": "{XSS}"}}', headers=headers)
+    message_actions.edit(
+        messages[0].pk, operator, XSS, body_text=f'{{"x": "{XSS}"}}', headers=headers
+    )
     job = jobs.create_job(operator, "replay", ids=[messages[1].pk], reason=XSS,
                           target={"exchange": f"{unique}{XSS}", "routing_key": XSS})  # fmt: skip
-    jobs.run_job(job.pk)  # the broker refuses the unknown exchange: its words name it
+    job_run.run_job(job.pk)  # the broker refuses the unknown exchange: its words name it
     return {"operator": operator, "messages": messages, "job": job, "queue": queue}
 
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from dlq.models import Message, Status
-from dlq.ops_models import Job, JobStatus
+from dlq.models.actions import Job, JobStatus
 from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_messages, make_user
 from tests.topology import depth, wait_depth

@@ -1,9 +1,10 @@
 """The drainer's compiled hot path (setup.py) gives exactly what its Python source gives.
 
-dlq/_wire.pyx is a second decoder, checked here against amqp.decode_table, the reference,
-on the golden corpus, random tables, truncated and random bytes. dlq/deaths.py and
-dlq/ingest.py are compiled as they are; the golden test runs the compiled build, and here
-the same corpus runs through the sources alone, in a copy of the package with no builds.
+dlq/broker/_wire.pyx is a second decoder, checked here against codec.decode_table, the
+reference, on the golden corpus, random tables, truncated and random bytes.
+dlq/messages/deaths.py and dlq/messages/ingest.py are compiled as they are; the golden test
+runs the compiled build, and here the same corpus runs through the sources alone, in a copy
+of the package with no builds.
 """
 
 import base64
@@ -18,9 +19,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pika.exceptions import InvalidFieldTypeException
 
-from dlq import _wire, amqp, compiled
+from dlq import compiled
+from dlq.broker import _wire, amqp, codec
 from tests.ingestcases import HEADERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,30 +32,30 @@ def test_the_hot_modules_are_compiled_and_current():
         "build them with `make setup` (needs a C compiler)"
     )
     compiled.check()
-    assert amqp.decoder() == "compiled"
+    assert codec.decoder() == "compiled"
 
 
 def _outcome(decode, buf: bytes):
     """The decoded table as its repr (True is not 1 here, nor 1.0), or the error's type."""
     try:
         return repr(decode(buf, 0))
-    except (IndexError, struct.error, InvalidFieldTypeException) as e:
+    except (IndexError, struct.error, codec.UnknownFieldType) as e:
         return type(e)
 
 
 def test_the_compiled_decoder_reads_the_golden_corpus_as_the_reference_does():
     for headers in HEADERS:
-        wire = amqp.encode_table(headers)
-        assert repr(_wire.decode_table(wire, 0)) == repr(amqp.decode_table(wire, 0))
+        wire = codec.encode_table(headers)
+        assert repr(_wire.decode_table(wire, 0)) == repr(codec.decode_table(wire, 0))
 
 
 def test_the_compiled_decoder_fails_where_the_reference_fails():
     """Every cut of every corpus table: the same table, or the same kind of error."""
     for headers in HEADERS:
-        wire = amqp.encode_table(headers)
+        wire = codec.encode_table(headers)
         for cut in range(len(wire)):
             assert _outcome(_wire.decode_table, wire[:cut]) == _outcome(
-                amqp.decode_table, wire[:cut]
+                codec.decode_table, wire[:cut]
             ), (headers, cut)
 
 
@@ -93,17 +94,17 @@ _tables = st.dictionaries(st.text(max_size=12), _values, max_size=6)
 @given(_tables)
 def test_the_compiled_decoder_reads_any_table_as_the_reference_does(headers):
     try:
-        wire = amqp.encode_table(headers)
-    except amqp.AmqpValueError:
+        wire = codec.encode_table(headers)
+    except codec.AmqpValueError:
         return  # not sendable (an infinite float): nothing to decode
-    assert repr(_wire.decode_table(wire, 0)) == repr(amqp.decode_table(wire, 0))
+    assert repr(_wire.decode_table(wire, 0)) == repr(codec.decode_table(wire, 0))
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=64))
 def test_the_compiled_decoder_reads_any_bytes_as_the_reference_does(noise):
     buf = struct.pack(">I", len(noise)) + noise
-    assert _outcome(_wire.decode_table, buf) == _outcome(amqp.decode_table, buf)
+    assert _outcome(_wire.decode_table, buf) == _outcome(codec.decode_table, buf)
 
 
 _short = st.one_of(
@@ -113,7 +114,7 @@ _short = st.one_of(
 _properties = st.fixed_dictionaries(
     {},
     optional={
-        **dict.fromkeys(amqp.SHORT_STRING_PROPERTIES, _short),
+        **dict.fromkeys(codec.SHORT_STRING_PROPERTIES, _short),
         "delivery_mode": st.integers(0, 255),
         "priority": st.integers(0, 255),
         "timestamp": st.integers(0, 2**64 - 1),
@@ -126,10 +127,10 @@ def _decoded(properties_wire: bytes, compiled_too: bool):
     props = amqp.TypedProperties()
     try:
         if compiled_too:
-            _wire.decode_properties(props, properties_wire, 0, amqp._FIELDS)
+            _wire.decode_properties(props, properties_wire, 0, codec._FIELDS)
         else:
-            amqp.decode_properties(props, properties_wire, 0)
-    except (IndexError, struct.error, InvalidFieldTypeException) as e:
+            codec.decode_properties(props, properties_wire, 0)
+    except (IndexError, struct.error, codec.UnknownFieldType) as e:
         return type(e)
     return repr(vars(props))
 
@@ -139,7 +140,7 @@ def _decoded(properties_wire: bytes, compiled_too: bool):
 def test_the_compiled_properties_decoder_reads_what_the_reference_reads(properties, headers):
     try:
         wire = b"".join(amqp.make_properties(properties, headers).encode())
-    except amqp.AmqpValueError:
+    except codec.AmqpValueError:
         return  # not sendable (a short string over 255 bytes, an infinite float)
     assert _decoded(wire, True) == _decoded(wire, False)
     for cut in range(0, len(wire), 7):
@@ -147,17 +148,21 @@ def test_the_compiled_properties_decoder_reads_what_the_reference_reads(properti
 
 
 def test_a_compiled_module_older_than_its_source_refuses_to_load(tmp_path, monkeypatch):
-    for name in ("compiled.py", "deaths.py", "_compiled.json"):
+    (tmp_path / "messages").mkdir()
+    for name in ("compiled.py", "messages/deaths.py", "_compiled.json"):
         shutil.copy(ROOT / "dlq" / name, tmp_path / name)
-    so = next(p for p in (ROOT / "dlq").iterdir() if p.name.startswith("deaths.cpython"))
-    shutil.copy(so, tmp_path / so.name)
+    messages = ROOT / "dlq" / "messages"
+    so = next(p for p in messages.iterdir() if p.name.startswith("deaths.cpython"))
+    shutil.copy(so, tmp_path / "messages" / so.name)
     monkeypatch.setattr(compiled, "HERE", tmp_path)
     monkeypatch.setattr(compiled, "MANIFEST", tmp_path / "_compiled.json")
-    monkeypatch.setattr(compiled, "SOURCES", {"dlq.deaths": "deaths.py"})
+    monkeypatch.setattr(compiled, "SOURCES", {"dlq.messages.deaths": "messages/deaths.py"})
     compiled.check()  # as built
-    with (tmp_path / "deaths.py").open("a") as f:
+    with (tmp_path / "messages" / "deaths.py").open("a") as f:
         f.write("# edited after the build\n")
-    with pytest.raises(compiled.StaleBuild, match="dlq.deaths changed since it was compiled"):
+    with pytest.raises(
+        compiled.StaleBuild, match="dlq.messages.deaths changed since it was compiled"
+    ):
         compiled.check()
 
 
@@ -175,8 +180,10 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
     script = (
         "import sys\n"  # the editable install's finder would find the builds in the checkout
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]\n"
-        "from dlq import amqp, compiled, deaths, ingest\n"
-        "assert compiled.built() == [] and amqp.decoder() == 'Python', compiled.built()\n"
+        "from dlq import compiled\n"
+        "from dlq.broker import codec\n"
+        "from dlq.messages import deaths, ingest\n"
+        "assert compiled.built() == [] and codec.decoder() == 'Python', compiled.built()\n"
         "assert ingest.__file__.endswith('.py') and deaths.__file__.endswith('.py')\n"
         "from tests import test_ingest_golden as t\n"
         "for name in dir(t):\n"
@@ -203,10 +210,10 @@ def test_without_a_c_compiler_the_install_goes_on_and_the_sources_run(tmp_path):
     for name in tracked:
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, checkout / name)
-    for old in (ROOT / "dlq").glob("*.so"):  # an earlier build, of older sources
-        shutil.copy(old, checkout / "dlq" / old.name)
+    for old in (ROOT / "dlq").glob("**/*.so"):  # an earlier build, of older sources
+        shutil.copy(old, checkout / old.relative_to(ROOT))
     shutil.copy(ROOT / "dlq" / "_compiled.json", checkout / "dlq" / "_compiled.json")
-    with (checkout / "dlq" / "ingest.py").open("a") as f:
+    with (checkout / "dlq" / "messages" / "ingest.py").open("a") as f:
         f.write("# edited since that build\n")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -219,7 +226,7 @@ def test_without_a_c_compiler_the_install_goes_on_and_the_sources_run(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert list((checkout / "dlq").glob("*.so")) == []
+    assert list((checkout / "dlq").glob("**/*.so")) == []
     assert json.loads((checkout / "dlq" / "_compiled.json").read_text()) == {}
     described = subprocess.run(
         [venv / "bin" / "python", "-c", "from dlq import compiled; print(compiled.describe())"],

@@ -2,8 +2,8 @@
 
 from datetime import UTC, datetime
 
-from dlq import deaths
-from dlq.amqp import typed, typed_table
+from dlq.broker.codec import typed, typed_table
+from dlq.messages import deaths
 
 
 def _entry(queue, reason, count=1, exchange="", keys=(), time=1_700_000_000):

@@ -4,7 +4,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from dlq import demo
+from dlq.management import demo
 from dlq.models import Message
 from tests.conftest import BROKER_URL, drain_once
 

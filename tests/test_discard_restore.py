@@ -3,9 +3,9 @@ that does not allow it, 404 for an unknown id, a reason always."""
 
 import pytest
 
-from dlq import actions
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Replay
+from dlq.models.actions import AuditEntry, Replay
 from tests.factories import make_message
 from tests.topology import depth
 
@@ -19,9 +19,9 @@ def _status(m: Message) -> str:
 def test_it_discards_and_restores_with_a_reason_each():
     m = make_message()
 
-    discarded = actions.discard(m.pk, "dave", "known bad data")
+    discarded = message_actions.discard(m.pk, "dave", "known bad data")
     assert discarded.status == _status(m) == Status.DISCARDED
-    restored = actions.restore(m.pk, "dave", "needed after all")
+    restored = message_actions.restore(m.pk, "dave", "needed after all")
     assert restored.status == _status(m) == Status.PARKED
 
     entries = list(AuditEntry.objects.order_by("id"))
@@ -36,25 +36,27 @@ def test_it_refuses_actions_the_status_does_not_allow(channel, top):
     parked = make_message(queue=top.name("dlq"), died_in=work)
     replayed = make_message(queue=top.name("dlq"), died_in=work)
     discarded = make_message(queue=top.name("dlq"), died_in=work)
-    assert actions.replay_one(replayed.pk, "failed_queue", "dave", "go").outcome == "confirmed"
-    actions.discard(discarded.pk, "dave", "junk")
+    assert (
+        message_actions.replay_one(replayed.pk, "failed_queue", "dave", "go").outcome == "confirmed"
+    )
+    message_actions.discard(discarded.pk, "dave", "junk")
     replaying = make_message(queue=top.name("dlq"), died_in=work)
     Message.objects.filter(pk=replaying.pk).update(status=Status.REPLAYING)
     audit_rows = AuditEntry.objects.count()
 
     refused = [
-        lambda: actions.replay_one(replayed.pk, "failed_queue", "dave", "twice"),
-        lambda: actions.replay_one(discarded.pk, "failed_queue", "dave", "discarded"),
-        lambda: actions.replay_one(replaying.pk, "failed_queue", "dave", "in flight"),
-        lambda: actions.restore(parked.pk, "dave", "not discarded"),
-        lambda: actions.restore(replayed.pk, "dave", "not discarded"),
-        lambda: actions.discard(discarded.pk, "dave", "again"),
-        lambda: actions.discard(replayed.pk, "dave", "already replayed"),
-        lambda: actions.edit(replayed.pk, "dave", "late", body_text="x"),
-        lambda: actions.edit(discarded.pk, "dave", "late", body_text="x"),
+        lambda: message_actions.replay_one(replayed.pk, "failed_queue", "dave", "twice"),
+        lambda: message_actions.replay_one(discarded.pk, "failed_queue", "dave", "discarded"),
+        lambda: message_actions.replay_one(replaying.pk, "failed_queue", "dave", "in flight"),
+        lambda: message_actions.restore(parked.pk, "dave", "not discarded"),
+        lambda: message_actions.restore(replayed.pk, "dave", "not discarded"),
+        lambda: message_actions.discard(discarded.pk, "dave", "again"),
+        lambda: message_actions.discard(replayed.pk, "dave", "already replayed"),
+        lambda: message_actions.edit(replayed.pk, "dave", "late", body_text="x"),
+        lambda: message_actions.edit(discarded.pk, "dave", "late", body_text="x"),
     ]
     for action in refused:
-        with pytest.raises(actions.Conflict) as conflict:
+        with pytest.raises(message_actions.Conflict) as conflict:
             action()
         assert conflict.value.status == 409
 
@@ -68,12 +70,12 @@ def test_it_refuses_actions_the_status_does_not_allow(channel, top):
 def test_it_answers_not_found_for_an_unknown_id():
     ghost = 10**12
     for action in (
-        lambda: actions.replay_one(ghost, "original", "dave", "why"),
-        lambda: actions.discard(ghost, "dave", "why"),
-        lambda: actions.restore(ghost, "dave", "why"),
-        lambda: actions.edit(ghost, "dave", "why", body_text="x"),
+        lambda: message_actions.replay_one(ghost, "original", "dave", "why"),
+        lambda: message_actions.discard(ghost, "dave", "why"),
+        lambda: message_actions.restore(ghost, "dave", "why"),
+        lambda: message_actions.edit(ghost, "dave", "why", body_text="x"),
     ):
-        with pytest.raises(actions.NotFound) as missing:
+        with pytest.raises(message_actions.NotFound) as missing:
             action()
         assert missing.value.status == 404
         assert str(ghost) in str(missing.value)
@@ -84,17 +86,17 @@ def test_it_requires_a_reason_for_every_action():
     m = make_message()
     for reason in ("", "  \t", None, 42):
         for action in (
-            lambda: actions.replay_one(m.pk, "original", "dave", reason),  # noqa: B023
-            lambda: actions.discard(m.pk, "dave", reason),  # noqa: B023
-            lambda: actions.edit(m.pk, "dave", reason, body_text="x"),  # noqa: B023
+            lambda: message_actions.replay_one(m.pk, "original", "dave", reason),  # noqa: B023
+            lambda: message_actions.discard(m.pk, "dave", reason),  # noqa: B023
+            lambda: message_actions.edit(m.pk, "dave", reason, body_text="x"),  # noqa: B023
         ):
-            with pytest.raises(actions.ActionError) as refused:
+            with pytest.raises(message_actions.ActionError) as refused:
                 action()
             assert refused.value.errors == {"reason": ["a reason is required"]}
-    actions.discard(m.pk, "dave", "for the restore case")
+    message_actions.discard(m.pk, "dave", "for the restore case")
     for reason in ("", "  \t", None, 42):
-        with pytest.raises(actions.ActionError) as refused:
-            actions.restore(m.pk, "dave", reason)
+        with pytest.raises(message_actions.ActionError) as refused:
+            message_actions.restore(m.pk, "dave", reason)
         assert list(refused.value.errors) == ["reason"]
     assert _status(m) == Status.DISCARDED
     assert not Replay.objects.exists()

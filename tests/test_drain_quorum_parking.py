@@ -4,8 +4,9 @@ import uuid
 
 import pytest
 
-from dlq import amqp, store
-from dlq.ingest import Delivery, build_row
+from dlq.broker import amqp
+from dlq.drain import store
+from dlq.messages.ingest import Delivery, build_row
 from tests.conftest import BROKER_URL, drain_once, publish
 from tests.topology import get, reject, stored, wait_depth
 

@@ -8,9 +8,9 @@ import zlib
 
 import pytest
 
-from dlq import actions
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, MessageVersion
+from dlq.models.actions import AuditEntry, MessageVersion
 from tests.factories import make_message
 from tests.topology import get
 
@@ -37,7 +37,7 @@ def _unchanged(m: Message) -> None:
 def test_it_edits_the_body_keeps_the_old_version_and_audits_the_diff():
     m = _json_message()
 
-    edited = actions.edit(m.pk, "carol", " fix the order id ", body_text='{"order": 2}')
+    edited = message_actions.edit(m.pk, "carol", " fix the order id ", body_text='{"order": 2}')
 
     assert bytes(edited.body) == b'{"order": 2}'
     assert edited.size == 12
@@ -56,7 +56,7 @@ def test_it_edits_the_body_keeps_the_old_version_and_audits_the_diff():
     assert '-{"order": 1}' in entry.diff["body"]["unified"]
     assert set(entry.diff) == {"body"}
 
-    actions.edit(m.pk, "carol", "again", body_text='{"order": 3}')
+    message_actions.edit(m.pk, "carol", "again", body_text='{"order": 3}')
     numbers = list(MessageVersion.objects.filter(message=m).order_by("number"))
     assert [(v.number, bytes(v.body)) for v in numbers] == [(1, b'{"order": 1}'),
                                                             (2, b'{"order": 2}')]  # fmt: skip
@@ -65,14 +65,14 @@ def test_it_edits_the_body_keeps_the_old_version_and_audits_the_diff():
 def test_it_keeps_a_json_body_valid_json():
     m = _json_message()
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.edit(m.pk, "carol", "typo", body_text='{"order": 2')
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.edit(m.pk, "carol", "typo", body_text='{"order": 2')
 
     assert list(refused.value.errors) == ["body_text"]
     assert "not" in refused.value.errors["body_text"][0]
     _unchanged(m)
     # Switching the content type away from JSON makes the same body acceptable.
-    actions.edit(m.pk, "carol", "not json", body_text='{"order": 2',
+    message_actions.edit(m.pk, "carol", "not json", body_text='{"order": 2',
                  properties={**m.properties, "content_type": "text/plain"})  # fmt: skip
     assert Message.objects.get(pk=m.pk).content_type == "text/plain"
 
@@ -81,7 +81,7 @@ def test_it_edits_a_binary_body_from_base64_and_diffs_it_as_bytes():
     m = make_message(body=b"\x00\x01", content_type="application/octet-stream")
     new = bytes(range(256))
 
-    actions.edit(m.pk, "carol", "binary", body_base64=base64.b64encode(new).decode())
+    message_actions.edit(m.pk, "carol", "binary", body_base64=base64.b64encode(new).decode())
 
     assert bytes(Message.objects.get(pk=m.pk).body) == new
     diff = AuditEntry.objects.get(action="edit").diff["body"]
@@ -98,8 +98,8 @@ def test_it_refuses_bad_body_input():
         ({"body_text": '{"order": 1}'}, "detail"),  # nothing changes
     ]
     for kwargs, field in cases:
-        with pytest.raises(actions.ActionError) as refused:
-            actions.edit(m.pk, "carol", "bad", **kwargs)
+        with pytest.raises(message_actions.ActionError) as refused:
+            message_actions.edit(m.pk, "carol", "bad", **kwargs)
         assert field in refused.value.errors, kwargs
     _unchanged(m)
 
@@ -115,8 +115,8 @@ def test_it_reports_typed_header_errors_field_by_field():
         "nested": {"type": "table", "value": {"inner": {"type": "uint8", "value": -1}}},
     }
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.edit(m.pk, "carol", "bad headers", headers=headers)
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.edit(m.pk, "carol", "bad headers", headers=headers)
 
     errors = refused.value.errors
     assert set(errors) == {"headers.too-big", "headers.no-type", "headers.bad-decimal",
@@ -132,8 +132,8 @@ def test_it_reports_property_errors_field_by_field():
     properties = {"content_type": "application/json", "priority": 300, "message_id": "x" * 256,
                   "colour": "red", "timestamp": -1}  # fmt: skip
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.edit(m.pk, "carol", "bad properties", properties=properties)
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.edit(m.pk, "carol", "bad properties", properties=properties)
 
     assert set(refused.value.errors) == {"properties.priority", "properties.message_id",
                                          "properties.colour", "properties.timestamp"}  # fmt: skip
@@ -144,8 +144,10 @@ def test_it_reports_property_errors_field_by_field():
 def test_it_refuses_headers_that_would_not_fit_in_a_frame():
     m = _json_message()
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.edit(m.pk, "carol", "huge", headers={**m.headers, "blob": _s("x" * 140_000)})
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.edit(
+            m.pk, "carol", "huge", headers={**m.headers, "blob": _s("x" * 140_000)}
+        )
 
     assert "frame limit" in refused.value.errors["headers"][0]
     _unchanged(m)
@@ -157,7 +159,7 @@ def test_it_edits_headers_and_properties_and_audits_both(top):
     del headers["x-first-death-reason"]
     properties = {**m.properties, "priority": 5}
 
-    actions.edit(m.pk, "carol", "retarget", headers=headers, properties=properties)
+    message_actions.edit(m.pk, "carol", "retarget", headers=headers, properties=properties)
 
     fresh = Message.objects.get(pk=m.pk)
     assert (fresh.headers, fresh.properties) == (headers, properties)
@@ -178,9 +180,9 @@ def test_it_replays_the_edited_bytes(channel, top):
                      headers={"tenant": "acme", "attempt": 1})  # fmt: skip
     headers = {**m.headers, "tenant": _s("globex"), "price": {"type": "decimal", "value": "12.50"}}
 
-    actions.edit(m.pk, "carol", "fix amount", body_text='{"amount": 12.5}', headers=headers,
+    message_actions.edit(m.pk, "carol", "fix amount", body_text='{"amount": 12.5}', headers=headers,
                  properties={**m.properties, "correlation_id": "c-9"})  # fmt: skip
-    result = actions.replay_one(m.pk, "original", "carol", "after the fix")
+    result = message_actions.replay_one(m.pk, "original", "carol", "after the fix")
 
     assert result.outcome == "confirmed"
     _, props, body = get(channel, work)
@@ -195,16 +197,16 @@ def test_it_replays_the_edited_bytes(channel, top):
 def test_it_only_edits_parked_messages(top):
     work = top.queue("work")
     replayed = make_message(queue=top.name("dlq"), died_in=work)
-    actions.replay_one(replayed.pk, "failed_queue", "carol", "go")
+    message_actions.replay_one(replayed.pk, "failed_queue", "carol", "go")
     discarded = make_message(queue=top.name("dlq"))
-    actions.discard(discarded.pk, "carol", "junk")
+    message_actions.discard(discarded.pk, "carol", "junk")
 
     for m in (replayed, discarded):
-        with pytest.raises(actions.Conflict) as refused:
-            actions.edit(m.pk, "carol", "late", body_text="changed")
+        with pytest.raises(message_actions.Conflict) as refused:
+            message_actions.edit(m.pk, "carol", "late", body_text="changed")
         assert refused.value.status == 409
-    with pytest.raises(actions.NotFound) as missing:
-        actions.edit(10**12, "carol", "ghost", body_text="x")
+    with pytest.raises(message_actions.NotFound) as missing:
+        message_actions.edit(10**12, "carol", "ghost", body_text="x")
     assert missing.value.status == 404
     assert not MessageVersion.objects.exists()
     assert Message.objects.get(pk=replayed.pk).status == Status.REPLAYED
@@ -213,8 +215,8 @@ def test_it_only_edits_parked_messages(top):
 def test_it_requires_a_reason_to_edit():
     m = _json_message()
     for reason in ("", "   ", None):
-        with pytest.raises(actions.ActionError) as refused:
-            actions.edit(m.pk, "carol", reason, body_text='{"order": 2}')
+        with pytest.raises(message_actions.ActionError) as refused:
+            message_actions.edit(m.pk, "carol", reason, body_text='{"order": 2}')
         assert list(refused.value.errors) == ["reason"]
     _unchanged(m)
 
@@ -231,7 +233,7 @@ def test_editing_a_gzip_bomb_reads_a_bounded_part_of_it_for_the_diff():
 
     tracemalloc.start()
     try:
-        actions.edit(m.pk, "carol", "defuse", body_base64=base64.b64encode(b"{}").decode())
+        message_actions.edit(m.pk, "carol", "defuse", body_base64=base64.b64encode(b"{}").decode())
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from dlq import amqp
+from dlq.broker import codec
 from tests.conftest import drain_once, publish
 from tests.topology import only, reject, stored
 
@@ -135,7 +135,8 @@ def test_it_keeps_every_field_type_through_dead_lettering(channel, top):
 
 
 def test_it_publishes_stored_headers_back_identically(channel, top):
-    """The stored typed JSON, encoded again by dlq.amqp, is the same message on a second trip."""
+    """The stored typed JSON, encoded again by dlq.broker.codec, is the same message on a second
+    trip."""
     park, dlx = top.parking()
     work = top.queue("work", **{"x-dead-letter-exchange": dlx})
     again = top.queue("again")
@@ -143,7 +144,7 @@ def test_it_publishes_stored_headers_back_identically(channel, top):
     reject(channel, work)
     drain_once([park])
     first = only(park)
-    assert amqp.decode_table(amqp.encode_table(first.headers), 0)[0] == first.headers
+    assert codec.decode_table(codec.encode_table(first.headers), 0)[0] == first.headers
 
     publish(channel, "", again, bytes(first.body), first.headers, **first.properties)
     drain_once([again])
@@ -183,8 +184,8 @@ def test_it_stores_a_header_nested_thousands_deep_and_sends_it_back(channel, top
     while "value" in level:
         level = level["value"]["k"] if level["type"] == "table" else level["value"][0]
         depth += 1
-    assert depth == amqp.MAX_NESTING  # decoded this far, the rest kept as bytes
-    assert amqp.encode_value(m.headers["deep"]) == wire
+    assert depth == codec.MAX_NESTING  # decoded this far, the rest kept as bytes
+    assert codec.encode_value(m.headers["deep"]) == wire
 
     publish(channel, "", again, b"deep", m.headers)
     drain_once([again])
@@ -195,7 +196,7 @@ def test_it_stores_a_header_nested_thousands_deep_and_sends_it_back(channel, top
 def test_it_refuses_a_non_finite_float_before_the_broker_sees_it(channel, top, value):
     """RabbitMQ 3.10 closes the whole connection (541 INTERNAL_ERROR) on a NaN header."""
     park = top.queue("dlq")
-    with pytest.raises(amqp.AmqpValueError, match="refuses"):
+    with pytest.raises(codec.AmqpValueError, match="refuses"):
         publish(channel, "", park, b"", {"nan": {"type": "double", "value": value}})
     publish(channel, "", park, b"after", {"f": {"type": "float", "value": 3.4e38}})
 

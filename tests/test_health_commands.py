@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from dlq.heartbeat import Heartbeat
+from dlq.drain.heartbeat import Heartbeat
 from tests.drainproc import free_port
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,10 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from dlq import delivery, heartbeat
-from dlq.health_models import DrainCounter, DrainerHeartbeat
-from dlq.heartbeat import Heartbeat
+from dlq.alerts import delivery
+from dlq.drain.heartbeat import Heartbeat
+from dlq.health import drainers
+from dlq.models.health import DrainCounter, DrainerHeartbeat
 from tests.alertfactory import add_channel, sent_to
 from tests.drainproc import wait_for
 
@@ -22,7 +23,7 @@ def row_of(proc) -> DrainerHeartbeat | None:
 
 
 def fragment() -> str:
-    return " ".join(render_to_string("_drainers.html", heartbeat.overview_context()).split())
+    return " ".join(render_to_string("_drainers.html", drainers.overview_context()).split())
 
 
 def test_it_shows_a_running_drainer_then_its_clean_stop(broker, spawn, db_url, unique):
@@ -50,11 +51,11 @@ def test_it_alerts_once_when_a_drainer_stops_reporting(broker, spawn, db_url, un
     wait_for(lambda: row_of(proc), 60, "a heartbeat")
     proc.kill()  # no clean stop: the row stays as it was last written
 
-    assert heartbeat.alert_stale() == []  # not silent for long enough yet
+    assert drainers.alert_stale() == []  # not silent for long enough yet
     later = timezone.now() + timedelta(seconds=120)
-    attempt_ids = heartbeat.alert_stale(now=later)
+    attempt_ids = drainers.alert_stale(now=later)
     assert len(attempt_ids) == 1
-    assert heartbeat.alert_stale(now=later + timedelta(seconds=60)) == []  # once
+    assert drainers.alert_stale(now=later + timedelta(seconds=60)) == []  # once
 
     delivery.deliver_attempt(attempt_ids[0], now=later)
     [request] = sent_to(endpoint, "slack")
@@ -62,7 +63,7 @@ def test_it_alerts_once_when_a_drainer_stops_reporting(broker, spawn, db_url, un
     assert "A drainer stopped reporting" in text and f"pid {proc.pid}" in text
     assert slack.alertattempt_set.get().status == "sent"
 
-    described = {d["pid"]: d for d in heartbeat.overview_context(now=later)["drainers"]}
+    described = {d["pid"]: d for d in drainers.overview_context(now=later)["drainers"]}
     assert described[proc.pid]["state"] == "not reporting"
 
 

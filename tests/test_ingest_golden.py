@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dlq.ingest import build_row, legacy_dumps, legacy_fingerprint
+from dlq.messages.ingest import build_row, legacy_dumps, legacy_fingerprint
 from tests.ingestcases import (
     GOLDEN,
     GOLDEN_FINGERPRINTS,

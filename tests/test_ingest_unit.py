@@ -3,7 +3,7 @@
 import tracemalloc
 import zlib
 
-from dlq.ingest import SEARCH_BODY_BYTES, body_text, clean
+from dlq.messages.ingest import SEARCH_BODY_BYTES, body_text, clean
 
 
 def _gzip_of_zeros(mib: int) -> bytes:

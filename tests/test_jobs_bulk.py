@@ -6,9 +6,10 @@ import time
 import pytest
 from django.db import connection
 
-from dlq import actions, jobs, replay
+from dlq.actions import job_batch, job_run, jobs, replay
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
-from dlq.ops_models import ItemState, Job, JobItem, JobStatus, Replay
+from dlq.models.actions import ItemState, Job, JobItem, JobStatus, Replay
 from tests.arrivals import check_replayed, close_connection, find_connection, publisher
 from tests.factories import make_messages
 from tests.topology import depth, wait_depth
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 class Runner(threading.Thread):
-    """jobs.run_job in a thread (its own database connection), as a worker would run it."""
+    """job_run.run_job in a thread (its own database connection), as a worker would run it."""
 
     def __init__(self, job_id: int, **kwargs):
         super().__init__(daemon=True)
@@ -25,7 +26,7 @@ class Runner(threading.Thread):
 
     def run(self):
         try:
-            self.result = jobs.run_job(self.job_id, **self.kwargs)
+            self.result = job_run.run_job(self.job_id, **self.kwargs)
         finally:
             connection.close()
 
@@ -85,13 +86,13 @@ def test_it_replays_20000_messages_by_a_frozen_filter_at_the_rate_asked(channel,
 def test_it_discards_by_ids_and_skips_what_is_no_longer_parked(channel, top):
     work = top.queue("work")
     ms = make_messages(6, queue=top.name("dlq"), died_in=work)
-    actions.discard(ms[0].pk, "frank", "already gone")
-    actions.replay_one(ms[1].pk, "failed_queue", "frank", "already replayed")
+    message_actions.discard(ms[0].pk, "frank", "already gone")
+    message_actions.replay_one(ms[1].pk, "failed_queue", "frank", "already replayed")
     ids = [m.pk for m in ms] + [10**12]  # an unknown id is not part of the job
 
     job = jobs.create_job("frank", "discard", ids=ids, reason="cleanup")
     assert job.total == 6
-    assert jobs.run_job(job.pk) == JobStatus.DONE
+    assert job_run.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (4, 2, {"discarded": 4, "skipped": 2})
@@ -104,12 +105,12 @@ def test_it_discards_by_ids_and_skips_what_is_no_longer_parked(channel, top):
 def test_it_replays_by_ids_and_skips_what_is_not_parked(channel, top):
     work = top.queue("work")
     ms = make_messages(5, queue=top.name("dlq"), died_in=work)
-    actions.discard(ms[0].pk, "frank", "junk")
-    actions.replay_one(ms[1].pk, "failed_queue", "frank", "single")
+    message_actions.discard(ms[0].pk, "frank", "junk")
+    message_actions.replay_one(ms[1].pk, "failed_queue", "frank", "single")
 
     job = jobs.create_job("frank", "replay", ids=[m.pk for m in ms], target="failed_queue",
                           reason="the rest")  # fmt: skip
-    assert jobs.run_job(job.pk) == JobStatus.DONE
+    assert job_run.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (3, 2, {"confirmed": 3, "skipped": 2})
@@ -130,7 +131,7 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     Message.objects.filter(pk=unknown[0].pk).update(original_routing_keys_json="[]")
 
     job = jobs.create_job("frank", "replay", filters={"queue": park}, reason="mixed")
-    assert jobs.run_job(job.pk) == JobStatus.DONE
+    assert job_run.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (3, 3)
@@ -172,9 +173,9 @@ def test_it_cancels_a_running_job_keeping_what_was_done(channel, top):
     wait_depth(channel, work, job.done)
     time.sleep(0.2)
     assert depth(channel, work) == job.done
-    with pytest.raises(actions.Conflict):
+    with pytest.raises(message_actions.Conflict):
         jobs.cancel_job(job.pk, "frank")
-    assert jobs.run_job(job.pk) == JobStatus.CANCELLED  # a late task does nothing
+    assert job_run.run_job(job.pk) == JobStatus.CANCELLED  # a late task does nothing
 
 
 def test_it_cancels_a_pending_job_at_once():
@@ -182,24 +183,24 @@ def test_it_cancels_a_pending_job_at_once():
     job = jobs.create_job("frank", "discard", ids=[m.pk for m in ms], reason="later")
 
     assert jobs.cancel_job(job.pk, "frank").status == JobStatus.CANCELLED
-    assert jobs.run_job(job.pk) == JobStatus.CANCELLED
+    assert job_run.run_job(job.pk) == JobStatus.CANCELLED
     assert set(Message.objects.values_list("status", flat=True)) == {Status.PARKED}
-    with pytest.raises(actions.NotFound):
+    with pytest.raises(message_actions.NotFound):
         jobs.cancel_job(10**12, "frank")
 
 
 def test_it_validates_a_job_field_by_field():
-    with pytest.raises(actions.ActionError) as refused:
+    with pytest.raises(message_actions.ActionError) as refused:
         jobs.create_job("frank", "explode", ids=[], filters={}, rate_per_s=0, reason=" ")
     assert set(refused.value.errors) == {"action", "ids", "rate_per_s", "reason"}
-    with pytest.raises(actions.ActionError) as refused:
+    with pytest.raises(message_actions.ActionError) as refused:
         jobs.create_job("frank", "replay", ids=[1], target={"exchange": "x"}, reason="r")
     assert set(refused.value.errors) == {"target"}
     for bad in ("12", [1, "2"], [True]):
-        with pytest.raises(actions.ActionError) as refused:
+        with pytest.raises(message_actions.ActionError) as refused:
             jobs.create_job("frank", "discard", ids=bad, reason="r")
         assert set(refused.value.errors) == {"ids"}
-    with pytest.raises(actions.ActionError) as refused:
+    with pytest.raises(message_actions.ActionError) as refused:
         jobs.create_job("frank", "discard", filters=["queue"], reason="r")
     assert set(refused.value.errors) == {"filter"}
     assert not Job.objects.exists()
@@ -215,22 +216,22 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
     job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="crash")  # fmt: skip
     # A first worker settles one batch, then claims and publishes a second and dies.
-    assert jobs.claim_job(job.pk)
-    publisher = jobs._publisher()
+    assert job_run.claim_job(job.pk)
+    publisher = job_run._publisher()
     try:
         limits = (publisher.frame_max, replay.max_message_bytes())
-        first = jobs._claim_next(job, 0, limits)
-        jobs._settle_batch(job, first, publisher.publish(first.outgoing))
-        second = jobs._claim_next(job, first.items[-1].pk, limits)
+        first = job_batch.claim_next(job, 0, limits)
+        job_batch.settle_batch(job, first, publisher.publish(first.outgoing))
+        second = job_batch.claim_next(job, first.items[-1].pk, limits)
         publisher.publish(second.outgoing)
     finally:
         publisher.close()
     wait_depth(channel, work, 1500)
     assert _statuses(park) == {Status.REPLAYED: 1000, Status.REPLAYING: 500}
-    assert jobs.run_job(job.pk) == "busy"  # its heartbeat is still fresh
+    assert job_run.run_job(job.pk) == "busy"  # its heartbeat is still fresh
     time.sleep(1.1)
 
-    assert jobs.run_job(job.pk) == JobStatus.DONE
+    assert job_run.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (1500, 0)
@@ -270,12 +271,12 @@ def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, 
     assert in_flight == statuses.get(Status.REPLAYING, 0)
     time.sleep(1.1)
 
-    assert jobs.run_job(job.pk) == JobStatus.DONE
+    assert job_run.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (total, 0, {"confirmed": total})
     ids = list(Message.objects.filter(queue=park).values_list("id", flat=True))
-    check_replayed(channel, work, ids, max_duplicates=jobs._batch_size(job))
+    check_replayed(channel, work, ids, max_duplicates=job_run._batch_size(job))
 
 
 def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled(
@@ -287,18 +288,18 @@ def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled
     make_messages(2500, queue=park, died_in=work)
     job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="cancel while dead")  # fmt: skip
-    assert jobs.claim_job(job.pk)
-    publisher = jobs._publisher()
+    assert job_run.claim_job(job.pk)
+    publisher = job_run._publisher()
     try:  # a worker publishes its first batch and dies before settling it
         limits = (publisher.frame_max, replay.max_message_bytes())
-        first = jobs._claim_next(job, 0, limits)
+        first = job_batch.claim_next(job, 0, limits)
         publisher.publish(first.outgoing)
     finally:
         publisher.close()
     jobs.cancel_job(job.pk, "frank")
     time.sleep(1.1)
 
-    assert jobs.run_job(job.pk) == JobStatus.CANCELLED
+    assert job_run.run_job(job.pk) == JobStatus.CANCELLED
 
     job.refresh_from_db()
     assert (job.status, job.done) == (JobStatus.CANCELLED, 1000)
@@ -322,7 +323,7 @@ def test_it_keeps_a_slow_running_job_to_its_worker(settings, channel, top):
         time.sleep(0.01)
     answers = set()
     while runner.is_alive():
-        answers.add(jobs.run_job(job.pk))  # another worker trying its luck
+        answers.add(job_run.run_job(job.pk))  # another worker trying its luck
         time.sleep(0.1)
     runner.join()
 

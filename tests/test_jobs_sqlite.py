@@ -18,10 +18,11 @@ from tests.topology import depth, wait_depth
 SCRIPT = """
 import json, os
 from django.contrib.auth import get_user_model
-from dlq import jobs
 from dlq.models import Message
-from dlq.ops_models import Job
+from dlq.models.actions import Job
 from tests.factories import make_messages
+from dlq.actions import job_run
+from dlq.actions import jobs
 
 park, other, work = os.environ["JOB_QUEUES"].split()
 get_user_model().objects.create_user("frank")
@@ -29,9 +30,9 @@ make_messages(1200, queue=park, died_in=work)
 make_messages(30, queue=other, died_in=work)
 replay = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                          reason="consumer fixed")
-replayed = jobs.run_job(replay.pk)
+replayed = job_run.run_job(replay.pk)
 discard = jobs.create_job("frank", "discard", filters={"queue": other}, reason="obsolete")
-discarded = jobs.run_job(discard.pk)
+discarded = job_run.run_job(discard.pk)
 print(json.dumps({
     "results": [replayed, discarded],
     "jobs": [list(Job.objects.filter(pk=pk).values_list("status", "total", "done", "failed").get())

@@ -5,8 +5,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from dlq import actions, channels, jobs
-from dlq.ops_models import Outcome
+from dlq.actions import jobs
+from dlq.actions import message as message_actions
+from dlq.alerts import channels
+from dlq.models.actions import Outcome
 from tests.alertfactory import add_channel
 from tests.conftest import drain_once, publish
 from tests.factories import client_for, make_message, make_user
@@ -41,9 +43,12 @@ def test_it_counts_drained_stored_replayed_alerted_and_job_progress(
 
     work = top.queue("work")
     replayed = make_message(queue=parking, exchange="", routing_key=work, died_in=work)
-    assert actions.replay_one(replayed.pk, "failed_queue", "ops", "fixed").outcome == "confirmed"
+    assert (
+        message_actions.replay_one(replayed.pk, "failed_queue", "ops", "fixed").outcome
+        == "confirmed"
+    )
     discarded = make_message(queue=parking)
-    actions.discard(discarded.pk, "ops", "noise")
+    message_actions.discard(discarded.pk, "ops", "noise")
     channels.send_test(add_channel("slack", endpoint, name=f"{unique}-slack"))
     job = jobs.create_job("ops", "discard", ids=[make_message(queue=parking).pk], reason="bulk")
 
@@ -101,12 +106,12 @@ def test_loopback_is_refused_once_switched_off(settings):
 
 
 def test_it_shows_how_far_behind_the_search_index_is():
-    from dlq import searchindex
+    from dlq.messages import search
 
-    searchindex.catch_up()
+    search.catch_up()
     assert value(scrape(), "dlq_search_index_lag_messages") == 0
     make_message(body=b"one")
     make_message(body=b"two")
     assert value(scrape(), "dlq_search_index_lag_messages") == 2
-    searchindex.catch_up()
+    search.catch_up()
     assert value(scrape(), "dlq_search_index_lag_messages") == 0

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dlq import queries
+from dlq.health import queues
 from dlq.models import Message, Status
 from tests.factories import make_message, make_messages
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def overview(vhost: str) -> dict[str, dict]:
-    return {row["name"]: row for row in queries.queue_overview() if row["vhost"] == vhost}
+    return {row["name"]: row for row in queues.queue_overview() if row["vhost"] == vhost}
 
 
 def test_it_counts_parked_messages_per_queue_and_vhost_exactly(unique):

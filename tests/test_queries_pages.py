@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dlq import queries
+from dlq.messages import queries
 from dlq.models import Message, Status
 from tests.factories import client_for, make_message, make_messages, make_user
 

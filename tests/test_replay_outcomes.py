@@ -6,9 +6,11 @@ from datetime import timedelta
 import pytest
 from django.db.models import F
 
-from dlq import actions, amqp, replay
+from dlq.actions import message as message_actions
+from dlq.actions import replay
+from dlq.broker import amqp
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Outcome, Replay
+from dlq.models.actions import AuditEntry, Outcome, Replay
 from tests.factories import make_message
 from tests.topology import depth, get, wait_depth
 
@@ -31,7 +33,10 @@ def _works_afterwards(channel, top) -> None:
     """The console is not broken by what came before: a good replay still goes through."""
     work = top.queue("after")
     m = make_message(queue=top.name("dlq"), exchange="", routing_key=work, died_in=work)
-    assert actions.replay_one(m.pk, "failed_queue", "ops", "after").outcome == Outcome.CONFIRMED
+    assert (
+        message_actions.replay_one(m.pk, "failed_queue", "ops", "after").outcome
+        == Outcome.CONFIRMED
+    )
     wait_depth(channel, work, 1)
 
 
@@ -39,7 +44,7 @@ def test_it_reports_an_unroutable_replay_and_keeps_the_message_parked(channel, t
     lonely = top.exchange("lonely", "direct")
     m = make_message(queue=top.name("dlq"), exchange=lonely, routing_key="nobody.listens")
 
-    result = actions.replay_one(m.pk, "original", "ops", "retry")
+    result = message_actions.replay_one(m.pk, "original", "ops", "retry")
 
     assert result.outcome == Outcome.UNROUTABLE
     assert "312 NO_ROUTE" in result.detail
@@ -47,7 +52,7 @@ def test_it_reports_an_unroutable_replay_and_keeps_the_message_parked(channel, t
     assert (attempt.exchange, attempt.routing_key) == (lonely, "nobody.listens")
     # Still parked, so it can be replayed elsewhere.
     _works_afterwards(channel, top)
-    assert actions.replay_one(m.pk, {"exchange": "", "routing_key": top.queue("elsewhere")},
+    assert message_actions.replay_one(m.pk, {"exchange": "", "routing_key": top.queue("elsewhere")},
                               "ops", "elsewhere").outcome == Outcome.CONFIRMED  # fmt: skip
 
 
@@ -55,7 +60,7 @@ def test_it_reports_a_nack_when_the_queue_refuses_the_message(channel, top):
     full = top.queue("full", **{"x-max-length": 0, "x-overflow": "reject-publish"})
     m = make_message(queue=top.name("dlq"), died_in=full)
 
-    result = actions.replay_one(m.pk, "failed_queue", "ops", "retry")
+    result = message_actions.replay_one(m.pk, "failed_queue", "ops", "retry")
 
     assert result.outcome == Outcome.NACKED
     _assert_parked_with(m.pk, Outcome.NACKED)
@@ -64,7 +69,7 @@ def test_it_reports_a_nack_when_the_queue_refuses_the_message(channel, top):
 def test_it_reports_a_missing_exchange_as_an_error(channel, top):
     m = make_message(queue=top.name("dlq"), exchange=top.name("deleted"))
 
-    result = actions.replay_one(m.pk, "original", "ops", "retry")
+    result = message_actions.replay_one(m.pk, "original", "ops", "retry")
 
     assert result.outcome == Outcome.ERROR
     assert "404" in result.detail and "NOT_FOUND" in result.detail
@@ -76,7 +81,7 @@ def test_it_reports_an_unreachable_broker_as_an_error(settings, top):
     m = make_message(queue=top.name("dlq"))
     settings.DLQ_BROKER_URL = "amqp://guest:guest@127.0.0.1:1/%2F"
 
-    result = actions.replay_one(m.pk, "original", "ops", "retry")
+    result = message_actions.replay_one(m.pk, "original", "ops", "retry")
 
     assert result.outcome == Outcome.ERROR
     assert "connect" in result.detail
@@ -105,8 +110,8 @@ def test_it_refuses_a_header_frame_above_the_frame_limit_and_sends_one_that_just
     assert _frame_size(too_big) == limit + 1
     assert _frame_size(just_fits) == limit
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.replay_one(too_big.pk, "failed_queue", "ops", "retry")
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.replay_one(too_big.pk, "failed_queue", "ops", "retry")
 
     assert refused.value.status == 400
     assert "frame limit" in str(refused.value)
@@ -115,7 +120,10 @@ def test_it_refuses_a_header_frame_above_the_frame_limit_and_sends_one_that_just
     assert not Replay.objects.filter(message=too_big).exists()
     assert depth(channel, work) == 0
     # The boundary is exact: the largest allowed frame goes through, and nothing broke.
-    assert actions.replay_one(just_fits.pk, "failed_queue", "ops", "fits").outcome == "confirmed"
+    assert (
+        message_actions.replay_one(just_fits.pk, "failed_queue", "ops", "fits").outcome
+        == "confirmed"
+    )
     _, props, _ = get(channel, work)
     assert len(props.headers["filler"]["value"]) == pad
     _works_afterwards(channel, top)
@@ -126,8 +134,8 @@ def test_it_refuses_a_body_above_the_brokers_message_size(settings, channel, top
     settings.DLQ_MAX_MESSAGE_BYTES = 1000
     m = make_message(queue=top.name("dlq"), died_in=work, body=b"x" * 1001)
 
-    with pytest.raises(actions.ActionError) as refused:
-        actions.replay_one(m.pk, "failed_queue", "ops", "retry")
+    with pytest.raises(message_actions.ActionError) as refused:
+        message_actions.replay_one(m.pk, "failed_queue", "ops", "retry")
 
     assert "1001 bytes" in str(refused.value)
     m.refresh_from_db()
@@ -138,8 +146,8 @@ def test_it_refuses_a_body_above_the_brokers_message_size(settings, channel, top
 def test_it_refuses_a_target_it_cannot_resolve(top):
     m = make_message(queue=top.name("dlq"))
     for target in ("elsewhere", {"exchange": "x"}, {"exchange": "x" * 256, "routing_key": ""}):
-        with pytest.raises(actions.ActionError) as refused:
-            actions.replay_one(m.pk, target, "ops", "retry")
+        with pytest.raises(message_actions.ActionError) as refused:
+            message_actions.replay_one(m.pk, target, "ops", "retry")
         assert "target" in refused.value.errors
     m.refresh_from_db()
     assert m.status == Status.PARKED
@@ -150,13 +158,13 @@ def test_it_refuses_a_target_it_cannot_resolve(top):
 def test_it_releases_a_single_replay_whose_process_died_mid_publish(top):
     stuck, fresh = (make_message(queue=top.name("dlq")) for _ in range(2))
     for m in (stuck, fresh):
-        actions.claim_for_replay(m.pk, "original", "ops")  # ... and the process died here
+        message_actions.claim_for_replay(m.pk, "original", "ops")  # ... and the process died here
     Replay.objects.filter(message=stuck).update(started_at=F("started_at") - timedelta(hours=1))
 
-    assert actions.release_stale_replays() == 1
+    assert message_actions.release_stale_replays() == 1
 
     assert Message.objects.get(pk=stuck.pk).status == Status.PARKED
     assert Message.objects.get(pk=fresh.pk).status == Status.REPLAYING  # may still be running
     attempt = Replay.objects.get(message=stuck)
     assert attempt.outcome == Outcome.ERROR and "may have been delivered" in attempt.detail
-    assert actions.release_stale_replays() == 0
+    assert message_actions.release_stale_replays() == 0

@@ -6,9 +6,10 @@ import struct
 
 import pytest
 
-from dlq import actions, amqp
+from dlq.actions import message as message_actions
+from dlq.broker import codec
 from dlq.models import Message, Status
-from dlq.ops_models import Outcome, Replay
+from dlq.models.actions import Outcome, Replay
 from tests.conftest import drain_once, publish
 from tests.topology import get, reject, stored
 
@@ -108,7 +109,7 @@ def test_it_replays_a_message_byte_for_byte_except_the_documented_changes(channe
 
     rows = {m.message_id: m for m in stored(park, len(BODIES))}
     for row in rows.values():
-        result = actions.replay_one(row.pk, "original", "alice", "fixed the consumer")
+        result = message_actions.replay_one(row.pk, "original", "alice", "fixed the consumer")
         assert (result.outcome, result.detail) == (Outcome.CONFIRMED, "")
 
     for _ in BODIES:
@@ -119,7 +120,7 @@ def test_it_replays_a_message_byte_for_byte_except_the_documented_changes(channe
         assert (method.exchange, method.routing_key) == (orders, "order.created")
         expected_props = _properties(name)
         del expected_props["expiration"], expected_props["user_id"]
-        assert amqp.properties_to_json(props) == expected_props
+        assert codec.properties_to_json(props) == expected_props
         replay = Replay.objects.get(message=row)
         assert props.headers == {
             **NASTY_HEADERS,
@@ -147,7 +148,7 @@ def test_it_links_a_replayed_message_that_dies_again_to_its_earlier_life(channel
     drain_once([park])
     first = stored(park)[0]
 
-    actions.replay_one(first.pk, "original", "alice", "try again")
+    message_actions.replay_one(first.pk, "original", "alice", "try again")
     reject(channel, work)  # the consumer still fails
     drain_once([park])
     second = stored(park, 2)[1]
@@ -162,7 +163,7 @@ def test_it_links_a_replayed_message_that_dies_again_to_its_earlier_life(channel
     assert len(second.headers["x-death"]["value"]) == 1
     assert second.death_count == 1
 
-    result = actions.replay_one(second.pk, "failed_queue", "alice", "once more")
+    result = message_actions.replay_one(second.pk, "failed_queue", "alice", "once more")
     assert result.outcome == Outcome.CONFIRMED
     method, props, _ = get(channel, work)
     assert props.headers["dlq-replay-count"] == {"type": "int32", "value": 2}

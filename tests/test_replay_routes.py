@@ -3,8 +3,9 @@ route preview reads the same from the broker's bindings before anything is sent.
 
 import pytest
 
-from dlq import actions, jobs, replay, routes
-from dlq.ops_models import Job, Outcome, ReplayOverride
+from dlq.actions import job_run, jobs, replay, routes
+from dlq.actions import message as message_actions
+from dlq.models.actions import Job, Outcome, ReplayOverride
 from tests.conftest import drain_once, publish
 from tests.factories import make_message, make_messages
 from tests.topology import depth, reject, stored, wait_depth
@@ -41,8 +42,12 @@ def test_it_replays_to_every_queue_of_a_fanout_for_original_and_to_one_for_faile
     assert (preview["exchange"], preview["routing_key"]) == ("", billing)
     assert (preview["queues"], preview["warning"]) == ([billing], None)
 
-    assert actions.replay_one(first.pk, "original", "bob", "both").outcome == Outcome.CONFIRMED
-    assert actions.replay_one(second.pk, "failed_queue", "bob", "one").outcome == "confirmed"
+    assert (
+        message_actions.replay_one(first.pk, "original", "bob", "both").outcome == Outcome.CONFIRMED
+    )
+    assert (
+        message_actions.replay_one(second.pk, "failed_queue", "bob", "one").outcome == "confirmed"
+    )
 
     wait_depth(channel, billing, 2)
     assert depth(channel, billing) == 2
@@ -79,7 +84,7 @@ def test_it_previews_topic_bindings_and_exchange_to_exchange_bindings(channel, t
     assert "unroutable" in nowhere["warning"]
 
     # What the preview says is what the broker does.
-    assert actions.replay_one(m.pk, "original", "bob", "check").outcome == Outcome.CONFIRMED
+    assert message_actions.replay_one(m.pk, "original", "bob", "check").outcome == Outcome.CONFIRMED
     for queue in (one_word, created, behind):
         wait_depth(channel, queue, 1)
     assert depth(channel, invoices) == 0
@@ -116,7 +121,7 @@ def test_it_warns_that_an_internal_exchange_cannot_be_published_to(channel, top)
     preview = _preview(m, "original")
     assert "internal" in preview["warning"]
     assert preview["queues"] == [top.name("behind")]
-    result = actions.replay_one(m.pk, "original", "bob", "try")
+    result = message_actions.replay_one(m.pk, "original", "bob", "try")
     assert (result.outcome, "403" in result.detail) == (Outcome.ERROR, True)
 
 
@@ -159,9 +164,12 @@ def test_it_follows_a_per_queue_override_of_the_original_destination(channel, to
     other = make_message(queue=top.name("other"), exchange=delays, routing_key="delay_5000")
 
     assert _preview(single, "original")["queues"] == [work]
-    assert actions.replay_one(single.pk, "original", "bob", "via override").outcome == "confirmed"
+    assert (
+        message_actions.replay_one(single.pk, "original", "bob", "via override").outcome
+        == "confirmed"
+    )
     job = jobs.create_job("bob", "replay", ids=[m.pk for m in bulk], reason="bulk override")
-    assert jobs.run_job(job.pk) == "done"
+    assert job_run.run_job(job.pk) == "done"
     wait_depth(channel, work, 3)
     assert Job.objects.get(pk=job.pk).outcomes == {"confirmed": 2}
     # A queue the pattern does not match keeps its recorded destination.

@@ -8,9 +8,10 @@ from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dlq import actions, retention
+from dlq.actions import message as message_actions
+from dlq.messages import retention
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Replay
+from dlq.models.actions import AuditEntry, Replay
 from tests.factories import make_message, make_messages
 from tests.topology import Topology
 
@@ -33,12 +34,15 @@ def test_it_purges_settled_messages_after_the_retention_and_never_parked_ones(
     work = top.queue("work")
     parked = make_message(queue=top.name("dlq"), received_at=OLD)
     discarded = make_message(queue=top.name("dlq"), received_at=OLD)
-    actions.discard(discarded.pk, "ops", "noise")
+    message_actions.discard(discarded.pk, "ops", "noise")
     replayed = make_message(queue=top.name("dlq"), exchange="", routing_key=work, died_in=work)
-    assert actions.replay_one(replayed.pk, "failed_queue", "ops", "fixed").outcome == "confirmed"
+    assert (
+        message_actions.replay_one(replayed.pk, "failed_queue", "ops", "fixed").outcome
+        == "confirmed"
+    )
     restored = make_message(queue=top.name("dlq"), received_at=OLD)
-    actions.discard(restored.pk, "ops", "oops")
-    actions.restore(restored.pk, "ops", "not noise after all")
+    message_actions.discard(restored.pk, "ops", "oops")
+    message_actions.restore(restored.pk, "ops", "not noise after all")
     everything = [parked, discarded, replayed, restored]
 
     # Days count from the discard, not from the arrival 400 days ago.
@@ -65,32 +69,32 @@ def test_it_purges_in_batches(unique):
 
 def test_zero_days_keeps_everything(unique):
     message = make_message(queue=f"{unique}.dlq")
-    actions.discard(message.pk, "ops", "noise")
+    message_actions.discard(message.pk, "ops", "noise")
     assert retention.purge_messages(now=days_later(10_000), days=0) == 0
     assert remaining([message]) == {message.pk}
 
 
 def test_audit_rows_are_kept_unless_their_own_retention_is_set(unique):
     message = make_message(queue=f"{unique}.dlq")
-    actions.discard(message.pk, "ops", "noise")
+    message_actions.discard(message.pk, "ops", "noise")
     entry = AuditEntry.objects.get(message_ids_json=f"[{message.pk}]")
     assert retention.purge_audit(now=days_later(10_000)) == 0  # default: kept forever
 
     assert retention.purge_audit(now=days_later(91), days=90) >= 1
     assert not AuditEntry.objects.filter(pk=entry.pk).exists()
     # The append-only guard is back for everyone else.
-    actions.restore(message.pk, "ops", "back")
+    message_actions.restore(message.pk, "ops", "back")
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         AuditEntry.objects.all().delete()
 
 
 def test_beat_runs_the_purge_hourly():
     from console.celery import app
-    from dlq import health_tasks
+    from dlq.tasks import health
 
     entry = settings.CELERY_BEAT_SCHEDULE["purge-retention"]
-    assert entry["task"] == health_tasks.purge_retention.name
+    assert entry["task"] == health.purge_retention.name
     assert entry["schedule"] == 3600.0
     app.loader.import_default_modules()
     assert entry["task"] in app.tasks
-    assert health_tasks.purge_retention() == {"messages": 0, "audit": 0}
+    assert health.purge_retention() == {"messages": 0, "audit": 0}

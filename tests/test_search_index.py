@@ -10,7 +10,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dlq import actions, queries, retention, searchindex
+from dlq.actions import message as message_actions
+from dlq.messages import queries, retention
+from dlq.messages import search as search_index
 from dlq.models import SearchEntry
 from tests.factories import client_for, make_message, make_messages, make_user
 
@@ -30,41 +32,41 @@ def entries(messages) -> dict[int, str]:
 
 
 def test_a_message_drained_just_now_is_found_before_the_indexer_ran():
-    searchindex.catch_up()
+    search_index.catch_up()
     old = make_message(body=b"invoice 4711 declined")
-    searchindex.catch_up()
+    search_index.catch_up()
     new = make_message(body=b"INVOICE 4711 declined again")
     assert entries([new]) == {}
-    assert searchindex.indexed_upto() < new.pk
+    assert search_index.indexed_upto() < new.pk
     assert search("invoice 4711") == [new.pk, old.pk]
 
 
 def test_it_is_found_through_its_entry_after_the_indexer_ran():
     hits = make_messages(3, body=b"customer ACME-Widgets")
     make_messages(2, body=b"customer Globex")
-    assert searchindex.catch_up() == 5
-    assert searchindex.indexed_upto() >= hits[-1].pk
+    assert search_index.catch_up() == 5
+    assert search_index.indexed_upto() >= hits[-1].pk
     assert "customer ACME-Widgets" in entries(hits)[hits[0].pk]
     assert search("acme-widgets") == [m.pk for m in reversed(hits)]
-    assert searchindex.run_pass() == 0  # nothing new: nothing copied twice
+    assert search_index.run_pass() == 0  # nothing new: nothing copied twice
 
 
 @pytest.mark.parametrize("indexed", [False, True])
 def test_an_edit_changes_what_the_message_is_found_by(indexed):
     message = make_message(body=b"shipment to old-street 5")
     if indexed:
-        searchindex.catch_up()
-    actions.edit(message.pk, "ops", "address fixed", body_text="shipment to new-avenue 9")
+        search_index.catch_up()
+    message_actions.edit(message.pk, "ops", "address fixed", body_text="shipment to new-avenue 9")
     assert search("old-street") == []
     assert search("new-avenue") == [message.pk]
-    searchindex.catch_up()
+    search_index.catch_up()
     assert "new-avenue" in entries([message])[message.pk]
     assert search("old-street") == []
     assert search("new-avenue") == [message.pk]
 
 
 def test_the_watermark_waits_for_an_id_that_commits_after_higher_ones():
-    searchindex.catch_up()
+    search_index.catch_up()
     stored, release = threading.Event(), threading.Event()
     held = []
 
@@ -85,13 +87,13 @@ def test_the_watermark_waits_for_an_id_that_commits_after_higher_ones():
         later = make_message(queue="fast.dlq", body=b"early-needle")
         assert later.pk > held[0].pk
         for _ in range(3):
-            searchindex.run_pass()
-        assert searchindex.indexed_upto() < held[0].pk
+            search_index.run_pass()
+        assert search_index.indexed_upto() < held[0].pk
     finally:
         release.set()
         writer.join()
     assert search("late-needle") == [held[0].pk]  # committed: the tail finds it at once
-    searchindex.catch_up()
+    search_index.catch_up()
     assert set(entries([held[0], later])) == {held[0].pk, later.pk}
     assert search("late-needle") == [held[0].pk]
     assert search("-needle") == [later.pk, held[0].pk]
@@ -101,8 +103,8 @@ def test_retention_purges_the_entries_with_their_messages_without_reading_them()
     gone = make_messages(3, body=b"noise to purge")
     kept = make_message(body=b"noise to keep")
     for message in gone:
-        actions.discard(message.pk, "ops", "noise")
-    searchindex.catch_up()
+        message_actions.discard(message.pk, "ops", "noise")
+    search_index.catch_up()
     assert len(entries([*gone, kept])) == 4
     with CaptureQueriesContext(connection) as queries:
         assert retention.purge_messages(now=timezone.now() + timedelta(days=400)) == 3
@@ -116,17 +118,17 @@ def test_retention_purges_the_entries_with_their_messages_without_reading_them()
 def test_search_pages_are_the_same_wherever_the_indexer_stands(monkeypatch, indexed):
     monkeypatch.setattr(queries, "PAGE_WINDOW", 3)  # a few rows behave like a million
     make_message(body=b"before")
-    searchindex.catch_up()
+    search_index.catch_up()
     messages = []
     for i in range(24):
         needle = i % 5 == 0 or i in (21, 22)
         messages += make_messages(1, queue=f"q{i % 2}.dlq", body=b"Needle" if needle else b"hay")
     if indexed == "half":
-        searchindex.run_pass()  # looks
-        searchindex.run_pass(limit=12)  # copies 12 ids
-        assert messages[10].pk < searchindex.indexed_upto() < messages[13].pk
+        search_index.run_pass()  # looks
+        search_index.run_pass(limit=12)  # copies 12 ids
+        assert messages[10].pk < search_index.indexed_upto() < messages[13].pk
     elif indexed == "all":
-        searchindex.catch_up()
+        search_index.catch_up()
     hits = [m.pk for m in reversed(messages) if bytes(m.body) == b"Needle"]
     for filters, expected in (
         ({"q": "needle"}, hits),
@@ -154,29 +156,29 @@ def test_celery_beat_runs_the_indexer_every_few_seconds():
     from django.conf import settings
 
     from console.celery import app
-    from dlq import tasks
+    from dlq.tasks import search as search_tasks
 
     entry = settings.CELERY_BEAT_SCHEDULE["index-search"]
-    assert entry["task"] == tasks.index_search.name
+    assert entry["task"] == search_tasks.index_search.name
     assert entry["schedule"] <= 10
     app.loader.import_default_modules()
     assert entry["task"] in app.tasks
     message = make_message(body=b"beat-needle")
-    tasks.index_search()  # looks
-    tasks.index_search()  # copies
+    search_tasks.index_search()  # looks
+    search_tasks.index_search()  # copies
     assert message.pk in entries([message])
 
 
 def test_a_pass_skips_the_ids_no_message_has():
     # Ids far above the watermark (a purged past, or a sequence that started high): one
     # pass of `limit` ids still reaches the messages.
-    searchindex.catch_up()
+    search_index.catch_up()
     first = make_message(body=b"gap-needle")
     with connection.cursor() as cursor:
         cursor.execute("SELECT setval(pg_get_serial_sequence('dlq_message', 'id'), %s)",
                        [first.pk + 50_000])  # fmt: skip
     far = make_message(body=b"gap-needle far")
-    searchindex.run_pass(limit=100)  # looks
-    searchindex.run_pass(limit=100)  # copies the first
-    searchindex.run_pass(limit=100)  # copies the far one, past the gap
+    search_index.run_pass(limit=100)  # looks
+    search_index.run_pass(limit=100)  # copies the first
+    search_index.run_pass(limit=100)  # copies the far one, past the gap
     assert set(entries([first, far])) == {first.pk, far.pk}

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from django.db import connection, transaction
 
-from dlq import store
-from dlq.ingest import build_row
+from dlq.drain import store
+from dlq.messages.ingest import build_row
 from dlq.models import DrainedQueue, Message, PendingBatch
 from tests.ingestcases import RECEIVED_AT, deliveries
 
@@ -74,8 +74,8 @@ def test_a_row_the_database_refuses_is_stored_without_derived_fields(in_transact
 def test_a_redelivery_of_a_message_a_0_1_0_drainer_stored_is_recognised():
     """0.1.0 stored json.dumps text and fingerprinted it; its pending batch must still match
     the redeliveries a newer drainer takes after an upgrade, while a twin is still stored."""
-    from dlq.drain import rows_of
-    from dlq.ingest import legacy_dumps, legacy_fingerprint
+    from dlq.drain.drainer import rows_of
+    from dlq.messages.ingest import legacy_dumps, legacy_fingerprint
 
     changed = [d for d in deliveries() if legacy_fingerprint(d) != build_row(d)["fingerprint"]]
     corpus = changed[:6]

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 from django.test import Client
 
-from dlq import topology
+from dlq.health import topology
 from tests.conftest import publish
 from tests.drainproc import MANAGEMENT, free_port, wait_for
 from tests.factories import client_for, make_user

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dlq import alerts, channels
+from dlq.alerts import channels, engine
 from dlq.models import AlertAttempt, AlertChannel, AlertRule, Mute
 from tests.factories import client_for, make_user, post
 
@@ -312,7 +312,7 @@ def test_it_pages_attempts_newest_first(viewer, slack, telegram):
 
 
 def test_it_shows_rules_read_only_below_admin(viewer, operator):
-    alerts.ensure_default_rule()
+    engine.ensure_default_rule()
     for client in (viewer, operator):
         page = body(client.get("/alerts/rules/"))
         assert "all enabled channels" in page and "/alerts/rules/add/" not in page
@@ -337,7 +337,7 @@ def test_an_admin_adds_and_edits_rules(admin, slack):
     )
     assert response.status_code == 302
     rule = AlertRule.objects.get(name="orders")
-    assert rule.cursor == alerts.horizon_id() and list(rule.channels.all()) == [slack]
+    assert rule.cursor == engine.horizon_id() and list(rule.channels.all()) == [slack]
 
     bad = post(
         admin,

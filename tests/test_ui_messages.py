@@ -179,7 +179,7 @@ def test_the_count_is_only_made_when_asked_and_is_capped(viewer, monkeypatch):
     assert "<strong>1</strong> message matches" in text(
         viewer.get("/messages/count/?queue=single.dlq")
     )
-    monkeypatch.setattr("dlq.views_messages.COUNT_CAP", 2)
+    monkeypatch.setattr("dlq.web.messages.COUNT_CAP", 2)
     assert "<strong>2+</strong> messages match" in text(
         viewer.get("/messages/count/?queue=counted.dlq")
     )

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, MessageVersion
+from dlq.models.actions import AuditEntry, MessageVersion
 from tests.factories import make_message, post
 from tests.topology import get
 

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from dlq import bodyview
+from dlq.messages import display
 from tests.factories import make_message
 
 pytestmark = pytest.mark.django_db
@@ -55,13 +55,13 @@ def test_it_decodes_gzip_for_display(viewer):
 def test_a_gzip_bomb_is_inflated_only_up_to_the_cap(viewer):
     body = bomb(200 * 1024 * 1024)
     assert len(body) < 1024 * 1024
-    inflated = bodyview.inflate(body, 1000)
+    inflated = display.inflate(body, 1000)
     assert inflated.truncated and inflated.data == bytes(1000)
     message = make_message(body=body, content_encoding="gzip")
     response = viewer.get(f"/messages/{message.pk}/")
     assert response.status_code == 200
     assert 'id="body-truncated"' in response.content.decode()
-    assert len(response.content) < 2 * bodyview.PAGE_LIMIT + 200_000
+    assert len(response.content) < 2 * display.PAGE_LIMIT + 200_000
 
 
 def test_the_api_detail_bounds_a_gzip_bomb_and_says_so(viewer):
@@ -70,7 +70,7 @@ def test_the_api_detail_bounds_a_gzip_bomb_and_says_so(viewer):
     assert response.status_code == 200
     detail = response.json()
     assert detail["body_truncated"] is True
-    assert detail["body_text"] == "A" * bodyview.API_INFLATE_LIMIT
+    assert detail["body_text"] == "A" * display.API_INFLATE_LIMIT
 
 
 def test_the_api_detail_gives_a_small_gzip_body_whole(viewer):

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from dlq.models import Message, Status
-from dlq.ops_models import Job, JobStatus
+from dlq.models.actions import Job, JobStatus
 from tests.factories import client_for, make_messages, make_user, post
 from tests.uiops import a_job, body, review_url
 

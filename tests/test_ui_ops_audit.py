@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dlq import actions, audit
-from dlq.ops_models import AuditEntry
+from dlq.actions import audit
+from dlq.actions import message as message_actions
+from dlq.models.actions import AuditEntry
 from tests.factories import make_messages
 from tests.uiops import body
 
@@ -21,9 +22,9 @@ pytestmark = pytest.mark.django_db
 def trail():
     """alice discards two messages, bob restores one, a job is created."""
     first, second = make_messages(2)
-    actions.discard(first.pk, "alice", "duplicate order")
-    actions.discard(second.pk, "alice", '=HYPERLINK("http://evil")')
-    actions.restore(first.pk, "bob", "was not a duplicate")
+    message_actions.discard(first.pk, "alice", "duplicate order")
+    message_actions.discard(second.pk, "alice", '=HYPERLINK("http://evil")')
+    message_actions.restore(first.pk, "bob", "was not a duplicate")
     audit.record("carol", "job_create", "bulk", job_id=77, detail={"filter": {"queue": "<q>"}})
     return first, second
 
@@ -104,7 +105,9 @@ def test_it_shows_an_edit_diff_escaped(viewer):
     message = make_messages(1, body=b'{"order": 1}', content_type="application/json")[0]
     headers = {**message.headers, "note": {"type": "longstr", "value": "<i>x</i>"}}
     new_body = '{"order": "<script>alert(1)</script>"}'
-    actions.edit(message.pk, "alice", "fix the <b>order</b>", body_text=new_body, headers=headers)
+    message_actions.edit(
+        message.pk, "alice", "fix the <b>order</b>", body_text=new_body, headers=headers
+    )
 
     text = body(viewer.get("/audit/?action=edit"))
 

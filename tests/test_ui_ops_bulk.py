@@ -8,9 +8,9 @@ from urllib.parse import quote
 
 import pytest
 
-from dlq import jobs
+from dlq.actions import job_run
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry, Job
+from dlq.models.actions import AuditEntry, Job
 from tests.factories import make_messages, post
 from tests.uiops import body, review_url
 
@@ -142,7 +142,7 @@ def test_a_confirmed_discard_creates_audits_and_starts_the_job(operator, started
     assert job.created_by.startswith("operator-")
     entry = AuditEntry.objects.get(action="job_create")
     assert entry.job_id == job.pk and entry.reason == "junk"
-    assert jobs.run_job(job.pk) == "done"
+    assert job_run.run_job(job.pk) == "done"
     assert Message.objects.filter(status=Status.DISCARDED).count() == 3
     page = body(operator.get(f"/jobs/{job.pk}/"))
     assert "3 of 3 settled (3 done, 0 failed)" in page and "<td>discarded</td>" in page

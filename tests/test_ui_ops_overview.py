@@ -8,9 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dlq import actions, charts
+from dlq.actions import message as message_actions
 from dlq.models import Message
-from dlq.ops_models import Job, JobStatus
+from dlq.models.actions import Job, JobStatus
+from dlq.web import charts
 from tests.factories import client_for, make_messages, make_user
 from tests.uiops import a_job, body
 
@@ -35,7 +36,7 @@ def test_the_overview_counts_arrivals_per_queue(viewer):
     make_messages(4, queue="orders.dlq", received_at=now - timedelta(days=2))
     make_messages(1, queue="billing.dlq", received_at=now - timedelta(minutes=90))
     discarded = make_messages(1, queue="billing.dlq")[0]
-    actions.discard(discarded.pk, "tests", "junk")
+    message_actions.discard(discarded.pk, "tests", "junk")
 
     text = body(viewer.get("/"))
 
@@ -48,7 +49,7 @@ def test_the_overview_counts_arrivals_per_queue(viewer):
 
 def test_the_overview_shows_top_groups_running_jobs_and_recent_actions(viewer):
     messages = make_messages(4, queue="orders.dlq", reason="expired")
-    actions.discard(messages[0].pk, "alice", "a duplicate")
+    message_actions.discard(messages[0].pk, "alice", "a duplicate")
     job = a_job([messages[1].pk])
     done = a_job([messages[2].pk])
     Job.objects.filter(pk=done.pk).update(status=JobStatus.DONE)

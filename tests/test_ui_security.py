@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from dlq.models import Message, Status
-from dlq.ops_models import AuditEntry
+from dlq.models.actions import AuditEntry
 from tests.factories import client_for, make_message, make_user, post
 from tests.uiops import a_job, body
 

@@ -1,7 +1,7 @@
 """Shared helpers of the ops page tests (groups, bulk review, jobs, audit)."""
 
-from dlq import jobs
-from dlq.ops_models import Job
+from dlq.actions import jobs
+from dlq.models.actions import Job
 
 
 def body(response) -> str:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from dlq import channels
+from dlq.alerts import channels
 from dlq.models import AlertChannel, AttemptStatus
 
 

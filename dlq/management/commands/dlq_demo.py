@@ -3,7 +3,8 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from dlq import amqp, demo
+from dlq.broker import amqp
+from dlq.management import demo
 
 
 class Command(BaseCommand):

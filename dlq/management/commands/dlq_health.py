@@ -15,8 +15,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from dlq import health
-from dlq.health_models import DrainerHeartbeat
+from dlq.health import probes
+from dlq.models.health import DrainerHeartbeat
 
 BEAT_SCHEDULE = settings.BASE_DIR / "var" / "celerybeat-schedule"
 BEAT_MAX_AGE_S = 300
@@ -51,7 +51,7 @@ def _web(port: int) -> str:
 
 
 def _ready() -> str:
-    checks = {"database": health.check_database(), "broker": health.check_broker()}
+    checks = {"database": probes.check_database(), "broker": probes.check_broker()}
     return "; ".join(f"{k} {v}" for k, v in checks.items() if v != "ok")
 
 

@@ -6,7 +6,7 @@ does the same through dlq_up. Safe to run at every start: both steps are idempot
 
 from django.core.management.base import BaseCommand
 
-from dlq.firstrun import set_up
+from dlq.management.firstrun import set_up
 
 
 class Command(BaseCommand):

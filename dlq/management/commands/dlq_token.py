@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from dlq.roles import role_of
-from dlq.tokens import create_token
+from dlq.accounts.roles import role_of
+from dlq.accounts.tokens import create_token
 
 
 class Command(BaseCommand):

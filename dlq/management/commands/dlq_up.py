@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from dlq.firstrun import set_up
+from dlq.management.firstrun import set_up
 from dlq.models import Message
 
 

@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from dlq.drain import Drainer
+from dlq.drain.drainer import Drainer
 
 SWITCH_INTERVAL_S = 0.0005
 

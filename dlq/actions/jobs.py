@@ -1,0 +1,157 @@
+"""Bulk replay and discard: creating a job, cancelling it, and reading jobs for the pages.
+
+Creating a job writes one JobItem per selected message (a filter is frozen at that instant:
+only messages received up to it). Running it is dlq/actions/job_run.py.
+"""
+
+import json
+import logging
+from datetime import UTC, datetime
+
+from django.db import transaction
+
+from dlq.actions import audit, replay
+from dlq.actions.message import ActionError, Conflict, NotFound
+from dlq.messages.queries import filter_messages
+from dlq.models import Message, Status
+from dlq.models.actions import AuditAction, ItemState, Job, JobItem, JobStatus, Replay
+
+log = logging.getLogger("dlq.jobs")
+ACTIONS = ("replay", "discard")
+MAX_IDS = 100_000
+
+
+# --- creating a job -----------------------------------------------------------------------
+
+
+def _check_target(target) -> None:
+    if target in replay.TARGETS:
+        return
+    if isinstance(target, dict):
+        try:
+            replay.resolve(None, target)
+            return
+        except replay.ReplayError as e:
+            raise ActionError({"target": [str(e)]}) from None
+    raise ActionError({"target": ['must be "original", "failed_queue" or an exchange and key']})
+
+
+def _validate(action, ids, filters, target, rate_per_s, reason) -> None:
+    errors = {}
+    if action not in ACTIONS:
+        errors["action"] = [f"must be one of {', '.join(ACTIONS)}"]
+    if (ids is None) == (filters is None):
+        errors["ids"] = ["give either ids or filter"]
+    elif ids is not None and (not isinstance(ids, list | tuple) or not 0 < len(ids) <= MAX_IDS):
+        errors["ids"] = [f"give a list of 1 to {MAX_IDS} ids"]
+    elif ids is not None and not all(type(i) is int for i in ids):
+        errors["ids"] = ["ids are whole numbers"]
+    elif filters is not None and not isinstance(filters, dict):
+        errors["filter"] = ["must be an object with the message list's filters"]
+    if rate_per_s is not None and not 1 <= rate_per_s <= 100_000:
+        errors["rate_per_s"] = ["must be between 1 and 100000, or null"]
+    if not isinstance(reason, str) or not reason.strip():
+        errors["reason"] = ["a reason is required"]
+    if errors:
+        raise ActionError(errors)
+    if action == "replay":
+        _check_target(target)
+
+
+def create_job(actor, action: str, *, ids=None, filters=None, target="original",
+               rate_per_s=None, reason="", request_id="") -> Job:  # fmt: skip
+    """Freeze the selection and write the job; the caller starts it (tasks.run_job)."""
+    _validate(action, ids, filters, target, rate_per_s, reason)
+    frozen_at = datetime.now(UTC)
+    who = audit.actor_fields(actor)
+    with transaction.atomic():
+        job = Job.objects.create(
+            action=action,
+            target_json=json.dumps(target if action == "replay" else None),
+            rate_per_s=rate_per_s,
+            reason=reason.strip(),
+            filter_json=json.dumps(filters, default=str) if filters is not None else "",
+            created_by=who["actor_name"],
+            created_by_id=who["actor_id"],
+            created_at=frozen_at,
+        )
+        selection = (
+            Message.objects.filter(pk__in=ids)
+            if ids is not None
+            else filter_messages(filters).filter(received_at__lte=frozen_at, status=Status.PARKED)
+        )
+        job.total = _add_items(job, selection.order_by("id").values_list("id", flat=True))
+        job.save(update_fields=["total"])
+        audit.record(actor, AuditAction.JOB_CREATE, job.reason, job_id=job.pk,
+                     request_id=request_id, detail=_job_detail(job, ids))  # fmt: skip
+    return job
+
+
+def _add_items(job: Job, message_ids) -> int:
+    total, chunk = 0, []
+    for message_id in message_ids.iterator(chunk_size=5000):
+        chunk.append(JobItem(job=job, message_id=message_id))
+        if len(chunk) == 5000:
+            total += len(JobItem.objects.bulk_create(chunk))
+            chunk = []
+    if chunk:
+        total += len(JobItem.objects.bulk_create(chunk))
+    return total
+
+
+def _job_detail(job: Job, ids) -> dict:
+    return {
+        "action": job.action,
+        "target": job.target,
+        "total": job.total,
+        "filter": json.loads(job.filter_json) if job.filter_json else None,
+        "ids": len(ids) if ids is not None else None,
+        "rate_per_s": job.rate_per_s,
+    }
+
+
+def cancel_job(job_id: int, actor, request_id: str = "") -> Job:
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            raise NotFound(f"job {job_id} does not exist")
+        if job.status in (JobStatus.DONE, JobStatus.CANCELLED, JobStatus.FAILED):
+            raise Conflict(f"job {job_id} is {job.status}; it cannot be cancelled")
+        job.cancel_requested = True
+        if job.status == JobStatus.PENDING:
+            job.status, job.finished_at = JobStatus.CANCELLED, datetime.now(UTC)
+        job.save(update_fields=["cancel_requested", "status", "finished_at"])
+        audit.record(actor, AuditAction.JOB_CANCEL, "", job_id=job.pk, request_id=request_id)
+    return job
+
+
+# --- reading jobs ---------------------------------------------------------------------------
+
+
+ACTIVE_JOBS = (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+def active_jobs() -> list[Job]:
+    return list(Job.objects.filter(status__in=ACTIVE_JOBS).order_by("-id"))
+
+
+def finished_jobs():
+    return Job.objects.exclude(status__in=ACTIVE_JOBS).order_by("-id")
+
+
+def failed_items(job: Job, limit: int = 50) -> list[dict]:
+    """The job's items that did not succeed, with the broker's detail for replays."""
+    items = list(
+        JobItem.objects.filter(job=job, state=ItemState.FAILED)
+        .order_by("id")
+        .values("message_id", "outcome")[:limit]
+    )
+    details = dict(
+        Replay.objects.filter(job=job, message_id__in=[i["message_id"] for i in items])
+        .exclude(outcome="confirmed")
+        .order_by("id")
+        .values_list("message_id", "detail")
+    )
+    for item in items:
+        item["detail"] = details.get(item["message_id"], "")
+    return items

@@ -1,0 +1,375 @@
+"""Everything an operator does to one message: replay, edit, discard, restore.
+
+Each is a plain function: it checks the status under a row lock, changes the message in one
+transaction and writes its audit row there. The API, the web pages and the Celery tasks all
+call these; none of them changes a message any other way.
+"""
+
+import base64
+import binascii
+import difflib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from dlq.actions import audit, replay
+from dlq.broker import amqp, codec
+from dlq.messages import search
+from dlq.messages.history import DIFF_TEXT_LIMIT
+from dlq.messages.ingest import body_text, clean, search_text
+from dlq.models import Message, Status
+from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
+
+# What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
+# gigabytes must not be inflated whole just to be compared.
+DIFF_READ_LIMIT = 1024 * 1024
+
+
+class ActionError(Exception):
+    """Bad input: field-by-field errors (HTTP 400)."""
+
+    status = 400
+
+    def __init__(self, errors: dict[str, list[str]] | str):
+        self.errors = errors if isinstance(errors, dict) else {"detail": [errors]}
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in self.errors.items()))
+
+
+class Conflict(ActionError):
+    """The message's status does not allow the action (HTTP 409)."""
+
+    status = 409
+
+
+class NotFound(ActionError):
+    status = 404
+
+
+@dataclass
+class ReplayResult:
+    outcome: str
+    detail: str
+    replay_id: str
+    message_id: int
+
+
+def _require_reason(reason) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ActionError({"reason": ["a reason is required"]})
+    return reason.strip()
+
+
+def _locked(message_id: int) -> Message:
+    try:
+        return Message.objects.select_for_update().get(pk=message_id)
+    except Message.DoesNotExist:
+        raise NotFound(f"message {message_id} does not exist") from None
+
+
+def _expect(message: Message, status: str, action: str) -> None:
+    if message.status != status:
+        raise Conflict(
+            f"message {message.pk} is {message.status}; only {status} messages can be {action}"
+        )
+
+
+# --- discard and restore ------------------------------------------------------------------
+
+
+def _move(message_id, actor, reason, source, target, action, verb, request_id) -> Message:
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        message = _locked(message_id)
+        _expect(message, source, verb)
+        message.status = target
+        message.save(update_fields=["status"])
+        audit.record(actor, action, reason, [message.pk], request_id=request_id)
+    return message
+
+
+def discard(message_id: int, actor, reason: str, request_id: str = "") -> Message:
+    return _move(message_id, actor, reason, Status.PARKED, Status.DISCARDED,
+                 AuditAction.DISCARD, "discarded", request_id)  # fmt: skip
+
+
+def restore(message_id: int, actor, reason: str, request_id: str = "") -> Message:
+    return _move(message_id, actor, reason, Status.DISCARDED, Status.PARKED,
+                 AuditAction.RESTORE, "restored", request_id)  # fmt: skip
+
+
+# --- replay -------------------------------------------------------------------------------
+
+
+def claim_for_replay(message_id: int, target, actor, publisher=None) -> tuple[Replay, object]:
+    """Check, build and mark `replaying` in one transaction; the publish happens after it."""
+    with transaction.atomic():
+        message = _locked(message_id)
+        _expect(message, Status.PARKED, "replayed")
+        try:
+            route = replay.resolve(message, target)
+        except replay.ReplayError as e:
+            raise ActionError({"target": [str(e)]}) from None
+        try:
+            outgoing = replay.build(
+                message,
+                route,
+                uuid.uuid4().hex,
+                frame_max=publisher.frame_max if publisher else 131072,
+                max_body=replay.max_message_bytes(publisher.server_version if publisher else ""),
+            )
+        except replay.ReplayError as e:
+            # The stored message itself is what the broker would refuse: edit it first.
+            raise ActionError({"detail": [f"cannot replay message {message.pk}: {e}"]}) from None
+        message.status = Status.REPLAYING
+        message.save(update_fields=["status"])
+        attempt = Replay.objects.create(
+            message=message,
+            replay_id=outgoing.key,
+            exchange=route.exchange,
+            routing_key=route.routing_key,
+            target=route.target,
+            actor_name=audit.actor_fields(actor)["actor_name"],
+            started_at=datetime.now(UTC),
+        )
+    return attempt, outgoing
+
+
+def settle_replay(attempt: Replay, outcome: str, detail: str, actor, reason: str,
+                  request_id: str = "", job_id=None) -> None:  # fmt: skip
+    """Record the broker's answer: `replayed` only on a confirm with no return."""
+    with transaction.atomic():
+        message = _locked(attempt.message_id)
+        confirmed = outcome == Outcome.CONFIRMED
+        message.status = Status.REPLAYED if confirmed else Status.PARKED
+        message.replay_count += 1 if confirmed else 0
+        message.save(update_fields=["status", "replay_count"])
+        attempt.outcome, attempt.detail = outcome, detail
+        attempt.settled_at = datetime.now(UTC)
+        attempt.save(update_fields=["outcome", "detail", "settled_at"])
+        if job_id is None:
+            audit.record(actor, AuditAction.REPLAY, reason, [message.pk], request_id=request_id,
+                         detail=_replay_detail(attempt))  # fmt: skip
+
+
+def _replay_detail(attempt: Replay) -> dict:
+    return {
+        "replay_id": attempt.replay_id,
+        "target": attempt.target,
+        "exchange": attempt.exchange,
+        "routing_key": attempt.routing_key,
+        "outcome": attempt.outcome,
+        "detail": attempt.detail,
+    }
+
+
+def replay_one(message_id: int, target, actor, reason: str, request_id: str = "") -> ReplayResult:
+    """Replay one message with a publisher confirm and report the broker's answer."""
+    reason = _require_reason(reason)
+    publisher = None
+    try:
+        publisher = amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-replay")
+    except (ConnectionError, *amqp.AllErrors) as e:
+        connect_error = str(e)
+    else:
+        connect_error = None
+    try:
+        attempt, outgoing = claim_for_replay(message_id, target, actor, publisher)
+        if publisher is None:
+            outcome, detail = Outcome.ERROR, connect_error
+        else:
+            try:
+                outcome, detail = publisher.publish([outgoing], timeout=30)[outgoing.key]
+            except amqp.AllErrors as e:
+                # Whatever pika raises, the message must not stay `replaying`.
+                outcome, detail = Outcome.ERROR, f"publishing failed: {e!r}"
+        settle_replay(attempt, outcome, detail, actor, reason, request_id)
+    finally:
+        if publisher is not None:
+            publisher.close()
+    return ReplayResult(outcome, detail, attempt.replay_id, message_id)
+
+
+STALE_REPLAY_SECONDS = 300  # far beyond a single replay's connect and confirm timeouts
+
+
+def release_stale_replays(older_than: float = STALE_REPLAY_SECONDS) -> int:
+    """Single replays whose process died between publish and settle left their message
+    `replaying`; put them back to `parked` with an `error` outcome (the broker may or may
+    not have routed them). Bulk jobs resume their own (dlq/jobs.py). Returns the count."""
+    cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
+    stale = Replay.objects.filter(job__isnull=True, outcome="", started_at__lt=cutoff)
+    released = 0
+    for attempt in stale.only("id", "message_id"):
+        with transaction.atomic():
+            message = Message.objects.select_for_update().filter(pk=attempt.message_id).first()
+            fresh = Replay.objects.select_for_update().get(pk=attempt.pk)
+            if fresh.outcome:
+                continue
+            fresh.outcome, fresh.settled_at = Outcome.ERROR, datetime.now(UTC)
+            fresh.detail = "interrupted before the broker answered: it may have been delivered"
+            fresh.save(update_fields=["outcome", "detail", "settled_at"])
+            if message is not None and message.status == Status.REPLAYING:
+                message.status = Status.PARKED
+                message.save(update_fields=["status"])
+                released += 1
+    return released
+
+
+# --- edit ---------------------------------------------------------------------------------
+
+
+def _new_body(body_text_value, body_base64) -> bytes | None:
+    if body_text_value is not None and body_base64 is not None:
+        raise ActionError({"body_text": ["give body_text or body_base64, not both"]})
+    if body_text_value is not None:
+        if not isinstance(body_text_value, str):
+            raise ActionError({"body_text": ["must be a string"]})
+        return body_text_value.encode("utf-8", "surrogatepass")
+    if body_base64 is not None:
+        try:
+            return base64.b64decode(body_base64, validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise ActionError({"body_base64": ["is not valid base64"]}) from None
+    return None
+
+
+def _validated_properties(properties) -> dict:
+    """Each property checked on its own, so every bad one is reported (field by field)."""
+    if not isinstance(properties, dict):
+        raise ActionError({"properties": ["must be an object of AMQP properties"]})
+    if "headers" in properties:
+        raise ActionError({"properties": ["headers are edited through the headers field"]})
+    errors = {}
+    for name, value in properties.items():
+        try:
+            amqp.make_properties({name: value}, None).encode()
+        except (codec.AmqpValueError, TypeError) as e:
+            errors[f"properties.{name}"] = [str(e)]
+    if errors:
+        raise ActionError(errors)
+    return properties
+
+
+def _validated_headers(headers) -> dict:
+    """Each header checked on its own, so every bad one is reported (field by field)."""
+    if not isinstance(headers, dict):
+        raise ActionError({"headers": ["must be an object of typed header values"]})
+    errors = {}
+    for key, value in headers.items():
+        try:
+            codec.encode_table({key: value})
+        except codec.AmqpValueError as e:
+            errors[f"headers.{key}"] = [str(e)]
+    if errors:
+        raise ActionError(errors)
+    return headers
+
+
+def _is_json(content_type: str) -> bool:
+    kind = (content_type or "").split(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def _check_body(body: bytes, properties: dict) -> None:
+    if len(body) > replay.max_message_bytes():
+        raise ActionError({"body": [f"is {len(body)} bytes, more than the broker accepts"]})
+    if _is_json(properties.get("content_type")) and not properties.get("content_encoding"):
+        try:
+            json.loads(body)
+        except ValueError as e:
+            problem = f"content type is JSON but the body is not: {e}"
+            raise ActionError({"body_text": [problem]}) from None
+
+
+def _body_diff(old: bytes, new: bytes, encoding: str) -> dict:
+    old_text = body_text(old, encoding, DIFF_READ_LIMIT)
+    new_text = body_text(new, encoding, DIFF_READ_LIMIT)
+    if old_text is None or new_text is None:
+        return {"before_base64": base64.b64encode(old[:DIFF_TEXT_LIMIT]).decode(),
+                "after_base64": base64.b64encode(new[:DIFF_TEXT_LIMIT]).decode(),
+                "before_size": len(old), "after_size": len(new)}  # fmt: skip
+    unified = difflib.unified_diff(
+        old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), "before", "after"
+    )
+    return {"before": old_text[:DIFF_TEXT_LIMIT], "after": new_text[:DIFF_TEXT_LIMIT],
+            "unified": "".join(unified)[:DIFF_TEXT_LIMIT],
+            "before_size": len(old), "after_size": len(new)}  # fmt: skip
+
+
+def _map_diff(old: dict, new: dict) -> dict:
+    return {
+        key: {"before": old.get(key), "after": new.get(key)}
+        for key in list(old) + [k for k in new if k not in old]
+        if old.get(key) != new.get(key)
+    }
+
+
+def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=None,
+         headers=None, properties=None, request_id: str = "") -> Message:  # fmt: skip
+    """Change body, headers or properties of a parked message; the old version is kept."""
+    reason = _require_reason(reason)
+    body = _new_body(body_text, body_base64)
+    if headers is not None:
+        _validated_headers(headers)
+    if properties is not None:
+        _validated_properties(properties)
+    with transaction.atomic():
+        message = _locked(message_id)
+        _expect(message, Status.PARKED, "edited")
+        old_body, old_props, old_headers = bytes(message.body), message.properties, message.headers
+        new_body = old_body if body is None else body
+        new_props = old_props if properties is None else properties
+        new_headers = old_headers if headers is None else headers
+        _check_body(new_body, new_props)
+        diff = {
+            "body": _body_diff(old_body, new_body, old_props.get("content_encoding") or "")
+            if new_body != old_body
+            else None,
+            "properties": _map_diff(old_props, new_props),
+            "headers": _map_diff(old_headers, new_headers),
+        }
+        diff = {k: v for k, v in diff.items() if v}
+        if not diff:
+            raise ActionError({"detail": ["nothing to change: the edit equals the message"]})
+        _keep_version(message, actor, reason)
+        _apply(message, new_body, new_props, new_headers)
+        _check_replayable(message)
+        message.save()
+        search.reindex(message)
+        audit.record(actor, AuditAction.EDIT, reason, [message.pk], diff=diff,
+                     request_id=request_id)  # fmt: skip
+    return message
+
+
+def _keep_version(message: Message, actor, reason: str) -> None:
+    MessageVersion.objects.create(
+        message=message,
+        number=message.versions.count() + 1,
+        body=bytes(message.body),
+        properties_json=message.properties_json,
+        headers_json=message.headers_json,
+        replaced_at=datetime.now(UTC),
+        replaced_by=audit.actor_fields(actor)["actor_name"],
+        reason=reason,
+    )
+
+
+def _apply(message: Message, body: bytes, props: dict, headers: dict) -> None:
+    message.body, message.size = body, len(body)
+    message.properties_json, message.headers_json = json.dumps(props), json.dumps(headers)
+    for name in ("message_id", "correlation_id", "content_type", "content_encoding"):
+        setattr(message, name, clean(props.get(name)))
+    message.search_text = search_text(body, props.get("content_encoding") or "", headers)
+
+
+def _check_replayable(message: Message) -> None:
+    """An edit the broker would refuse on replay (a header frame above the default frame_max,
+    with the console's own headers added) fails now, with the field to fix."""
+    try:
+        replay.build(message, replay.Route("check", "", ""), "0" * 32)
+    except replay.ReplayError as e:
+        raise ActionError({"headers": [str(e)]}) from None

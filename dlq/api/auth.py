@@ -1,0 +1,50 @@
+"""TODO docstring"""
+
+from django.conf import settings
+from ninja.errors import AuthorizationError
+from ninja.security import HttpBearer
+from ninja.security.apikey import APIKeyCookie
+from ninja.utils import check_csrf
+
+from dlq.accounts.roles import VIEWER, require_role
+from dlq.accounts.tokens import user_for_token
+
+
+class _NeedsRole:
+    def __init__(self, role: str = VIEWER, **kwargs):
+        self.role = role
+        super().__init__(**kwargs)
+
+    def allowed(self, user):
+        if user is not None:
+            require_role(user, self.role)
+        return user
+
+
+class BearerAuth(_NeedsRole, HttpBearer):
+    """`Authorization: Bearer TOKEN`."""
+
+    def authenticate(self, request, token):
+        return self.allowed(user_for_token(token) if token else None)
+
+
+class SessionAuth(_NeedsRole, APIKeyCookie):
+    """The browser session; requests that change state must carry the CSRF token.
+
+    Unlike ninja's `django_auth`, an anonymous request is answered 401 before any CSRF
+    check, and a request that sends a bearer token is left to the token alone.
+    """
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request):
+        return None  # the session middleware has already read the cookie
+
+    def authenticate(self, request, key):
+        user = request.user
+        bearer = request.headers.get("Authorization", "").split(" ")[0].lower() == "bearer"
+        if bearer or not user.is_authenticated:
+            return None
+        if check_csrf(request) is not None:  # always passes for GET, HEAD, OPTIONS
+            raise AuthorizationError(message="CSRF check failed")
+        return self.allowed(user)

@@ -1,0 +1,108 @@
+"""/api/v1/messages: reading stored messages and the actions on one message.
+
+Views are thin: reading goes through dlq/queries.py, every change through dlq/message_actions.py
+(which checks the status, writes the audit row and talks to the broker).
+"""
+
+from django.http import Http404
+from ninja import Query, Router
+
+from dlq.accounts.roles import OPERATOR
+from dlq.actions import message as message_actions
+from dlq.actions import replay, routes
+from dlq.actions.message import ActionError
+from dlq.api.base import ACTION_ERRORS, ERRORS, needs, request_id
+from dlq.broker import codec
+from dlq.messages import queries
+from dlq.models import Message
+from dlq.schemas.actions import (
+    EditIn,
+    ReasonIn,
+    ReplayIn,
+    ReplayOut,
+    RouteOut,
+    RouteQuery,
+    target_value,
+)
+from dlq.schemas.errors import ErrorOut
+from dlq.schemas.filters import MessageListQuery
+from dlq.schemas.messages import MessageDetail, MessagePage
+
+router = Router()
+READ_ONE = {200: MessageDetail, 404: ErrorOut, **ERRORS}
+ACT = {200: MessageDetail, **ACTION_ERRORS}
+
+
+def _detail(message_id: int):
+    message = queries.detail(message_id)
+    if message is None:
+        raise Http404(f"no message {message_id}")
+    return message
+
+
+@router.get("", response={200: MessagePage, **ERRORS})
+def list_messages(request, params: Query[MessageListQuery]):
+    """Stored messages, newest first, one keyset page at a time."""
+    rows, next_cursor = queries.page(
+        queries.filter_messages(params.given()), params.cursor, params.limit
+    )
+    return {"results": rows, "next_cursor": next_cursor}
+
+
+@router.get("/{id}", response=READ_ONE)
+def get_message(request, id: int):
+    """One message: body, properties, typed headers, x-death and its lineage's history."""
+    return _detail(id)
+
+
+@router.patch("/{id}", response=ACT, auth=needs(OPERATOR))
+def edit_message(request, id: int, payload: EditIn):
+    """Edit a parked message (operator): `body_text` or `body_base64`, `headers` (typed JSON,
+    see TypedValue; the object replaces all headers), `properties` (replaces them all), with a
+    required `reason`. The previous version is kept; the audit row carries the diff."""
+    message_actions.edit(id, request.auth, payload.reason, request_id=request_id(request),
+                 **payload.changes())  # fmt: skip
+    return _detail(id)
+
+
+@router.post("/{id}/replay", response={200: ReplayOut, **ACTION_ERRORS}, auth=needs(OPERATOR))
+def replay_message(request, id: int, payload: ReplayIn):
+    """Republish a parked message (operator) with a publisher confirm. The message is sent with
+    its typed headers minus the broker's x-death headers, plus dlq-replay-id, dlq-replay-count,
+    dlq-origin-id. The broker's answer is a 200 whatever it is: `confirmed` (now replayed),
+    `unroutable`, `nacked` or `error` (still parked). A target that cannot be resolved is 400.
+    """
+    result = message_actions.replay_one(
+        id, target_value(payload.target), request.auth, payload.reason, request_id(request)
+    )
+    return {"outcome": result.outcome, "detail": result.detail,
+            "replay_id": result.replay_id, "message": result.message_id}  # fmt: skip
+
+
+@router.post("/{id}/discard", response=ACT, auth=needs(OPERATOR))
+def discard_message(request, id: int, payload: ReasonIn):
+    """Discard a parked message (operator; soft: restorable)."""
+    message_actions.discard(id, request.auth, payload.reason, request_id(request))
+    return _detail(id)
+
+
+@router.post("/{id}/restore", response=ACT, auth=needs(OPERATOR))
+def restore_message(request, id: int, payload: ReasonIn):
+    """A discarded message back to parked (operator)."""
+    message_actions.restore(id, request.auth, payload.reason, request_id(request))
+    return _detail(id)
+
+
+@router.get("/{id}/route", response={200: RouteOut, 404: ErrorOut, **ERRORS})
+def route_preview(request, id: int, params: Query[RouteQuery]):
+    """Where a replay to `target` (or to `exchange` + `routing_key`) would go now: the
+    exchange, routing key and the queues bound to receive it (from the management API)."""
+    message = Message.objects.filter(pk=id).first()
+    if message is None:
+        raise Http404(f"no message {id}")
+    try:
+        route = replay.resolve(message, params.chosen())
+    except replay.ReplayError as e:
+        raise ActionError({"target": [str(e)]}) from None
+    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    return routes.preview(message.vhost, route, headers)

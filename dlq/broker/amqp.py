@@ -1,0 +1,247 @@
+"""The only module that imports pika: connections, node failover, consuming, acking and
+publishing with confirms. AMQP values are read and written by dlq/broker/codec.py, which
+pika uses for every content header through `TypedProperties`.
+"""
+
+import time
+
+import pika
+from pika import exceptions as _exc
+from pika import spec
+
+from dlq.broker import codec
+
+ConnectionErrors = (_exc.AMQPConnectionError, ConnectionError, OSError)
+ChannelErrors = (_exc.AMQPChannelError,)
+AllErrors = (_exc.AMQPError, ConnectionError, OSError)
+
+
+class TypedProperties(spec.BasicProperties):
+    """BasicProperties whose headers are a typed table (dlq/broker/codec.py)."""
+
+    def decode(self, encoded, offset=0):
+        return codec.read_properties(self, encoded, offset)
+
+    def encode(self):
+        return codec.encode_properties(self)
+
+
+# Every content header pika decodes now comes through TypedProperties.
+spec.props[spec.BasicProperties.INDEX] = TypedProperties
+
+
+def make_properties(properties: dict, headers: dict | None) -> TypedProperties:
+    codec.check_property_names(properties)
+    return TypedProperties(headers=headers, **properties)
+
+
+def header_frame_size(props: TypedProperties) -> int:
+    """Bytes of the content-header frame payload, to check against frame_max before sending."""
+    return 12 + sum(len(p) for p in props.encode())
+
+
+# --- connections ------------------------------------------------------------------------
+
+
+def parameters(url: str, name: str, heartbeat: int = 30) -> pika.URLParameters:
+    params = pika.URLParameters(url)
+    params.client_properties = {"connection_name": name, "product": "DLQ Console"}
+    params.heartbeat = heartbeat
+    params.blocked_connection_timeout = 60
+    params.connection_attempts = 1
+    params.socket_timeout = 10
+    return params
+
+
+def connect(url: str, name: str, heartbeat: int = 30) -> pika.BlockingConnection:
+    return pika.BlockingConnection(parameters(url, name, heartbeat))
+
+
+def ping(url: str, timeout: float = 3.0) -> None:
+    """Open and close a connection (for /readyz); raises one of AllErrors if it cannot."""
+    params = parameters(url, "dlq-readyz", heartbeat=0)
+    params.socket_timeout = params.stack_timeout = timeout
+    pika.BlockingConnection(params).close()
+
+
+def vhost_of(url: str) -> str:
+    return pika.URLParameters(url).virtual_host
+
+
+def describe(url: str) -> str:
+    """host:port/vhost of a broker URL, without its credentials (for logs)."""
+    params = pika.URLParameters(url)
+    return f"{params.host}:{params.port}/{params.virtual_host}"
+
+
+# --- publishing with confirms -----------------------------------------------------------
+
+REPLAY_ID_HEADER = "dlq-replay-id"
+
+
+class Outgoing:
+    """One message to publish; `key` must also be its dlq-replay-id header (returns carry no
+    sequence number, so a basic.return is matched to its publish by that header)."""
+
+    __slots__ = ("key", "exchange", "routing_key", "body", "properties")
+
+    def __init__(self, key: str, exchange: str, routing_key: str, body: bytes, properties):
+        self.key, self.exchange, self.routing_key = key, exchange, routing_key
+        self.body, self.properties = body, properties
+
+
+class ConfirmPublisher:
+    """Publishes with `mandatory` and publisher confirms, many messages in flight at once.
+
+    pika's blocking confirm waits for each confirm (about 600 msg/s here); this keeps a
+    window of outstanding publishes on a SelectConnection and settles each one by the
+    broker's ack/nack (multiple-aware) and any basic.return that precedes the ack.
+    Outcomes: confirmed, unroutable (returned), nacked, error (channel or connection closed
+    before the confirm: the broker may or may not have routed it).
+    """
+
+    def __init__(self, url: str, name: str = "dlq-replay", window: int = 1000):
+        self.window = window
+        self.results: dict[str, tuple[str, str]] = {}
+        self._error: str | None = None
+        self._channel = None
+        self._ready = False
+        params = parameters(url, name)
+        self._conn = pika.SelectConnection(
+            params,
+            on_open_callback=self._on_open,
+            on_open_error_callback=self._on_open_error,
+            on_close_callback=self._on_conn_closed,
+        )
+        self._run(lambda: self._ready or self._error is not None, timeout=15)
+        if self._error:
+            raise ConnectionError(self._error)
+
+    @property
+    def frame_max(self) -> int:
+        return self._conn.params.frame_max
+
+    @property
+    def broken(self) -> bool:
+        """The connection is gone: outstanding publishes have an unknown fate."""
+        return self._error is not None or not self._conn.is_open
+
+    @property
+    def server_version(self) -> str:
+        version = self._conn.server_properties.get("version", b"")
+        return version.decode() if isinstance(version, bytes) else str(version)
+
+    # connection plumbing
+    def _on_open(self, conn):
+        conn.channel(on_open_callback=self._on_channel)
+
+    def _on_open_error(self, _conn, error):
+        self._error = f"cannot connect to the broker: {error!r}"
+        self._conn.ioloop.stop()
+
+    def _on_conn_closed(self, _conn, reason):
+        self._error = self._error or f"connection closed: {reason!r}"
+        self._fail_outstanding(self._error)
+        self._conn.ioloop.stop()
+
+    def _on_channel(self, channel):
+        self._channel = channel
+        channel.add_on_close_callback(self._on_channel_closed)
+        channel.add_on_return_callback(self._on_return)
+        channel.confirm_delivery(self._on_confirm, callback=lambda _frame: self._set_ready())
+        self._tags: dict[int, str] = {}
+        self._returned: dict[str, str] = {}
+        self._seq = 0
+
+    def _set_ready(self):
+        self._ready = True
+
+    def _on_channel_closed(self, _channel, reason):
+        # A missing exchange or an oversized frame closes the channel: everything still
+        # in flight has an unknown fate; reopen for whatever comes next.
+        self._fail_outstanding(f"channel closed: {reason!r}")
+        self._ready = False
+        if self._conn.is_open:
+            self._conn.channel(on_open_callback=self._on_channel)
+
+    def _fail_outstanding(self, detail: str):
+        for key in getattr(self, "_tags", {}).values():
+            self.results.setdefault(key, ("error", detail))
+        if hasattr(self, "_tags"):
+            self._tags.clear()
+
+    def _on_return(self, _channel, method, properties, _body):
+        headers = properties.headers or {}
+        key = codec.plain(headers.get(REPLAY_ID_HEADER))
+        if isinstance(key, str):
+            self._returned[key] = f"{method.reply_code} {method.reply_text}"
+
+    def _on_confirm(self, frame):
+        method = frame.method
+        nack = isinstance(method, spec.Basic.Nack)
+        tags = (
+            [t for t in self._tags if t <= method.delivery_tag]
+            if method.multiple
+            else [method.delivery_tag]
+        )
+        for tag in tags:
+            key = self._tags.pop(tag, None)
+            if key is None:
+                continue
+            if nack:
+                self.results[key] = ("nacked", "the broker refused the message (basic.nack)")
+            elif key in self._returned:
+                self.results[key] = ("unroutable", f"no queue bound: {self._returned.pop(key)}")
+            else:
+                self.results[key] = ("confirmed", "")
+
+    def _run(self, done, timeout: float):
+        deadline = time.monotonic() + timeout
+
+        def check():
+            if done() or time.monotonic() >= deadline:
+                self._conn.ioloop.stop()
+            else:
+                self._conn.ioloop.call_later(0.005, check)
+
+        self._conn.ioloop.call_later(0, check)
+        self._conn.ioloop.start()
+
+    def publish(self, items: list[Outgoing], timeout: float = 60.0, rate_per_s=None) -> dict:
+        """Publish and wait for every outcome; returns {key: (outcome, detail)}."""
+        pending = list(reversed(items))
+        wanted = {item.key for item in items}
+        interval = 1.0 / rate_per_s if rate_per_s else 0.0
+        started, sent = time.monotonic(), [0]
+
+        def pump():
+            if not self._ready or self._channel is None or not self._channel.is_open:
+                return
+            # The k-th publish is due k intervals after the start: pump runs every few ms,
+            # so each run catches up with what fell due since the last one.
+            while pending and len(self._tags) < self.window:
+                if interval and sent[0] * interval > time.monotonic() - started:
+                    return
+                item = pending.pop()
+                self._seq += 1
+                self._tags[self._seq] = item.key
+                self._channel.basic_publish(
+                    item.exchange, item.routing_key, item.body, item.properties, mandatory=True
+                )
+                sent[0] += 1
+
+        def done():
+            if self._error:
+                return True
+            pump()
+            return not pending and all(key in self.results for key in wanted)
+
+        self._run(done, timeout)
+        for item in items:
+            self.results.setdefault(item.key, ("error", self._error or "no confirm in time"))
+        return {key: self.results.pop(key) for key in wanted}
+
+    def close(self):
+        if self._conn.is_open:
+            self._conn.close()
+            self._run(lambda: self._conn.is_closed, timeout=5)

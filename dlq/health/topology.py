@@ -1,0 +1,134 @@
+"""Topology health: broker set-ups that lose messages without anyone noticing.
+
+Three checks, each a warning with its reason:
+- a drained queue near its length limit: at the limit the broker drops or refuses
+  messages, and nothing reaches the console;
+- a work queue (DLQ_WORK_QUEUES) with no dead-letter exchange: what its consumers reject,
+  and what expires or overflows, is dropped;
+- a quorum queue with a delivery limit and no dead-letter exchange: a message that keeps
+  failing is dropped after that many deliveries (RabbitMQ 4 sets a limit of 20 by default).
+
+Limits come from queue arguments or the effective policy, whichever is stricter.
+"""
+
+import fnmatch
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from dlq.broker import amqp, mgmt
+
+NEAR_FULL = 0.8
+DEFAULT_DELIVERY_LIMIT_V4 = 20
+LEDGER_PREFIX = "dlq-drain-acks."  # the drainers' own bookkeeping queues (drain.py)
+
+
+@dataclass
+class Finding:
+    vhost: str
+    queue: str
+    check: str  # near_full | no_dlx | delivery_limit
+    reason: str
+
+
+def check(vhost: str | None = None, drained=None, work=None) -> list[Finding]:
+    """Every warning for one vhost; raises mgmt.ManagementError if the API is down."""
+    vhost = vhost or amqp.vhost_of(settings.DLQ_BROKER_URL)
+    drained = drained or settings.DLQ_QUEUES
+    work = work or settings.DLQ_WORK_QUEUES
+    v4 = _major(mgmt.broker_version()) >= 4
+    found = []
+    for queue in sorted(mgmt.queues_with_policies(vhost), key=lambda q: q["name"]):
+        if _ignored(queue):
+            continue
+        found += check_queue(vhost, queue, _matches(queue, drained), _matches(queue, work), v4)
+    return found
+
+
+def check_queue(vhost: str, queue: dict, drained: bool, work: bool, v4: bool) -> list[Finding]:
+    name, warnings = queue["name"], []
+    if drained:
+        warnings += [Finding(vhost, name, "near_full", r) for r in _near_full(queue)]
+    limit = _delivery_limit(queue, v4)
+    if queue.get("type") == "quorum" and limit is not None and not _has_dlx(queue):
+        reason = (
+            f"quorum queue with a delivery limit of {limit} and no dead-letter exchange:"
+            f" a message delivered {limit} times without an ack is dropped"
+        )
+        warnings.append(Finding(vhost, name, "delivery_limit", reason))
+    elif work and not drained and not _has_dlx(queue):
+        reason = (
+            "no dead-letter exchange: messages its consumers reject, and messages that"
+            " expire or overflow, are dropped"
+        )
+        warnings.append(Finding(vhost, name, "no_dlx", reason))
+    return warnings
+
+
+def _major(version: str) -> int:
+    head = version.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _ignored(queue: dict) -> bool:
+    """Consumers' private queues (exclusive, auto-delete) and the drainers' ledgers."""
+    return (
+        queue.get("exclusive")
+        or queue.get("auto_delete")
+        or queue["name"].startswith(("amq.", LEDGER_PREFIX))
+    )
+
+
+def _matches(queue: dict, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(queue["name"], p) for p in patterns)
+
+
+def _setting(queue: dict, argument: str, policy_key: str):
+    """The stricter (smaller) of the queue argument and the effective policy's value."""
+    values = [
+        (queue.get("arguments") or {}).get(argument),
+        (queue.get("effective_policy_definition") or {}).get(policy_key),
+    ]
+    numbers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return min(numbers) if numbers else None
+
+
+def _text_setting(queue: dict, argument: str, policy_key: str) -> str:
+    arguments = queue.get("arguments") or {}
+    policy = queue.get("effective_policy_definition") or {}
+    return str(arguments.get(argument) or policy.get(policy_key) or "")
+
+
+def _has_dlx(queue: dict) -> bool:
+    # "" is a real DLX (the default exchange, routed by x-dead-letter-routing-key).
+    arguments = queue.get("arguments") or {}
+    policy = queue.get("effective_policy_definition") or {}
+    return "x-dead-letter-exchange" in arguments or "dead-letter-exchange" in policy
+
+
+def _delivery_limit(queue: dict, v4: bool) -> int | None:
+    limit = _setting(queue, "x-delivery-limit", "delivery-limit")
+    if limit is None and v4:
+        return DEFAULT_DELIVERY_LIMIT_V4
+    return None if limit is None or limit < 0 else limit  # -1: unlimited (4.x)
+
+
+def _near_full(queue: dict) -> list[str]:
+    overflow = _text_setting(queue, "x-overflow", "overflow") or "drop-head"
+    then = {
+        "drop-head": "the broker drops the oldest messages",
+        "reject-publish": "the broker refuses new messages (lost unless publishers confirm)",
+        "reject-publish-dlx": "the broker refuses new messages and dead-letters them",
+    }.get(overflow, f"overflow {overflow} applies")
+    reasons = []
+    for argument, policy_key, column, unit in (
+        ("x-max-length", "max-length", "messages", "messages"),
+        ("x-max-length-bytes", "max-length-bytes", "message_bytes", "bytes"),
+    ):
+        limit, held = _setting(queue, argument, policy_key), queue.get(column)
+        if limit and isinstance(held, int) and held >= NEAR_FULL * limit:
+            reasons.append(
+                f"holds {held} of at most {limit} {unit} ({100 * held // limit}%):"
+                f" at the limit {then}, silently"
+            )
+    return reasons

@@ -1,0 +1,301 @@
+"""Reading why a message died: `x-death` and the failure headers of common frameworks.
+
+Everything here is pure and total: headers are untrusted (forged or malformed `x-death`
+exist), so a value of the wrong shape is ignored, never an exception.
+See shared/rabbitmq-facts.md for the broker behaviour these rules follow.
+"""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import unquote, urlsplit
+
+from dlq.broker.codec import plain
+
+RETRY_COUNTER_HEADERS = ("retry-count", "x-retry-count", "x-retries", "MT-Fault-RetryCount")
+
+
+@dataclass
+class Death:
+    reason: str = ""
+    count: int = 0
+    failed_queue: str = ""
+    original_exchange: str | None = None
+    original_routing_keys: list[str] = field(default_factory=list)
+    first_death_at: datetime | None = None
+    delivery_count: int | None = None
+    exception_type: str = ""
+    exception_message: str = ""
+    exception_stacktrace: str = ""
+    message_type: str = ""
+    x_death: list[dict] = field(default_factory=list)
+
+    @property
+    def group(self) -> str:
+        """The failure fingerprint: same place, same reason, same error, same kind of message.
+
+        Never the body or the exception message, which carry ids and would split a group.
+        """
+        key = "\x1f".join([self.failed_queue, self.reason, self.exception_type, self.message_type])
+        return hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _str(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else ""
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _int(value) -> int | None:
+    """An integer, or a string of ASCII digits (forged headers: "²", "--5", 5000 digits)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str | bytes) and _INTEGER.fullmatch(text := _str(value).strip()):
+        return int(text)
+    return None
+
+
+def _items(typed, kind: str) -> list | dict | None:
+    """The items of a typed array or table, as plain(typed) would find them, unconverted.
+
+    x-death is read for every message: converting it whole (plain) built every nested
+    value anew only to read a few of them.
+    """
+    if not isinstance(typed, dict) or "base64" in typed or typed.get("type") != kind:
+        return None
+    items = typed.get("value")
+    return items if isinstance(items, list if kind == "array" else dict) else None
+
+
+def x_death_entries(headers: dict) -> list[dict]:
+    """The well-formed `x-death` entries, most recent first, as plain dicts."""
+    entries = _items(headers.get("x-death"), "array")
+    if entries is None:
+        return []
+    good = []
+    for typed_entry in entries:
+        entry = _items(typed_entry, "table")
+        if entry is None:
+            continue
+        queue = _str(plain(entry.get("queue")))
+        if not queue:
+            continue
+        exchange, count = plain(entry.get("exchange")), plain(entry.get("count"))
+        keys = _items(entry.get("routing-keys"), "array")
+        # a long from the broker; anything else is forged
+        count = count if isinstance(count, int) and not isinstance(count, bool) else 0
+        time = plain(entry.get("time"))
+        good.append(
+            {
+                "queue": queue,
+                "reason": _str(plain(entry.get("reason"))),
+                # An entry exists because the message died there at least once.
+                "count": count if count > 0 else 1,
+                "time": time if isinstance(time, datetime) else None,
+                "exchange": _str(exchange),
+                # "" is the default exchange; a forged entry may name none at all.
+                "exchange_known": isinstance(exchange, str | bytes),
+                "routing_keys": [] if keys is None else _texts(keys),
+                "original_expiration": _str(plain(entry.get("original-expiration"))) or None,
+            }
+        )
+    return good
+
+
+def _texts(items: list) -> list[str]:
+    return [_str(key) for item in items if isinstance(key := plain(item), str | bytes)]
+
+
+def _from_x_death(death: Death, headers: dict, entries: list[dict]) -> None:
+    death.x_death = entries
+    death.count = sum(e["count"] for e in entries)
+    # x-death[0] is the most recent death; 3.13+ also says so in x-last-death-*.
+    last_queue = _str(plain(headers.get("x-last-death-queue")))
+    last_reason = _str(plain(headers.get("x-last-death-reason")))
+    death.failed_queue = last_queue or entries[0]["queue"]
+    death.reason = last_reason or entries[0]["reason"]
+    times = [e["time"] for e in entries if e["time"]]
+    death.first_death_at = min(times) if times else None
+    # The first death is named by x-first-death-*; x-death[-1] is only the oldest entry
+    # still listed (a repeated queue+reason moves to the front).
+    first_queue = _str(plain(headers.get("x-first-death-queue")))
+    first_reason = _str(plain(headers.get("x-first-death-reason")))
+    first = next(
+        (e for e in entries if e["queue"] == first_queue and e["reason"] == first_reason),
+        entries[-1],
+    )
+    first_exchange = plain(headers.get("x-first-death-exchange"))
+    death.original_exchange = (
+        _str(first_exchange)
+        if isinstance(first_exchange, str | bytes)
+        else (first["exchange"] if first["exchange_known"] else None)
+    )
+    death.original_routing_keys = first["routing_keys"]
+
+
+def _queue_from_address(address: str) -> str:
+    """MassTransit's input address: rabbitmq://host/vhost/queue?options -> queue."""
+    path = urlsplit(address).path
+    return unquote(path.rstrip("/").rsplit("/", 1)[-1]) if path else ""
+
+
+# The framework headers read below; only these are converted (this runs for every message).
+FRAMEWORK_HEADERS = frozenset(
+    [
+        "x-exception-message",
+        "x-exception-stacktrace",
+        "x-original-exchange",
+        "x-original-routingKey",
+        "MT-Reason",
+        "MT-Fault-ExceptionType",
+        "MT-Fault-Message",
+        "MT-Fault-StackTrace",
+        "MT-Fault-MessageType",
+        "MT-MessageType",
+        "MT-Fault-InputAddress",
+        "NServiceBus.ExceptionInfo.ExceptionType",
+        "NServiceBus.ExceptionInfo.Message",
+        "NServiceBus.ExceptionInfo.StackTrace",
+        "NServiceBus.EnclosedMessageTypes",
+        "NServiceBus.FailedQ",
+        "type",
+        "__TypeId__",
+        "task",
+    ]
+)
+
+
+def _framework_text(h: dict) -> dict[str, str]:
+    text = {}
+    for key, value in h.items():
+        if key in FRAMEWORK_HEADERS or key.startswith("X-Message-Stamp-"):
+            value = plain(value)
+            if isinstance(value, str | bytes):
+                text[key] = _str(value)
+    return text
+
+
+def _from_frameworks(death: Death, h: dict) -> None:
+    """Failure details from Spring AMQP, MassTransit, NServiceBus, Symfony and Celery."""
+    text = _framework_text(h)
+    # Spring AMQP (RepublishMessageRecoverer)
+    if "x-exception-message" in text or "x-exception-stacktrace" in text:
+        trace = text.get("x-exception-stacktrace", "")
+        death.exception_stacktrace = trace
+        death.exception_message = text.get("x-exception-message", "")
+        death.exception_type = _java_exception_type(trace, death.exception_message)
+    # MassTransit (<queue>_error)
+    if "MT-Fault-ExceptionType" in text or "MT-Reason" in text:
+        death.exception_type = text.get("MT-Fault-ExceptionType", "")
+        death.exception_message = text.get("MT-Fault-Message", "")
+        death.exception_stacktrace = text.get("MT-Fault-StackTrace", "")
+        death.message_type = text.get("MT-Fault-MessageType", "") or text.get("MT-MessageType", "")
+        death.reason = death.reason or text.get("MT-Reason", "")
+    # NServiceBus (error queue)
+    prefix = "NServiceBus.ExceptionInfo."
+    if prefix + "ExceptionType" in text:
+        death.exception_type = text.get(prefix + "ExceptionType", "")
+        death.exception_message = text.get(prefix + "Message", "")
+        death.exception_stacktrace = text.get(prefix + "StackTrace", "")
+        enclosed = text.get("NServiceBus.EnclosedMessageTypes", "")
+        death.message_type = enclosed.split(";")[0].split(",")[0].strip()
+    # Symfony Messenger: ErrorDetailsStamp / RedeliveryStamp are JSON in X-Message-Stamp-*
+    for key, value in text.items():
+        if key.startswith("X-Message-Stamp-") and key.endswith(
+            ("ErrorDetailsStamp", "RedeliveryStamp")
+        ):
+            _symfony_stamp(death, value)
+    if not death.message_type:  # Symfony, Spring's JSON converter, Celery
+        names = ("type", "__TypeId__", "task")
+        death.message_type = next((text[n] for n in names if text.get(n)), "")
+    _original_route_without_x_death(death, text)
+
+
+def _java_exception_type(trace: str, message: str) -> str:
+    """The exception class in a Java stack trace that Spring's RepublishMessageRecoverer wrote.
+
+    The trace is usually of the ListenerExecutionFailedException wrapper (the same for every
+    failure) and x-exception-message is the message of its cause: the type is the exception
+    that carries that message, else the wrapper's first "Caused by:".
+    """
+    lines = trace.strip().splitlines()
+    # Not indented: an indented "Caused by:" belongs to a suppressed exception.
+    heads = lines[:1] + [line[10:].strip() for line in lines if line.startswith("Caused by:")]
+    pairs = [(kind.strip(), text.strip()) for kind, _, text in (h.partition(":") for h in heads)]
+    wanted = message.strip().splitlines()[0] if message.strip() else ""
+    for kind, text in pairs:
+        if wanted and text == wanted:
+            return kind
+    if len(pairs) > 1 and pairs[0][0].endswith("ListenerExecutionFailedException"):
+        return pairs[1][0]
+    return pairs[0][0] if pairs else ""
+
+
+def _symfony_stamp(death: Death, value: str) -> None:
+    try:
+        stamps = json.loads(value)
+    except (ValueError, RecursionError):
+        return
+    for stamp in stamps if isinstance(stamps, list) else [stamps]:
+        if not isinstance(stamp, dict):
+            continue
+        death.exception_type = _str(stamp.get("exceptionClass")) or death.exception_type
+        death.exception_message = _str(stamp.get("exceptionMessage")) or death.exception_message
+        retries = stamp.get("retryCount")  # RedeliveryStamp
+        if isinstance(retries, int) and not isinstance(retries, bool):
+            death.delivery_count = retries
+        flat = stamp.get("flattenException")
+        trace = _str(flat.get("traceAsString")) if isinstance(flat, dict) else ""
+        death.exception_stacktrace = trace or death.exception_stacktrace
+
+
+def _original_route_without_x_death(death: Death, text: dict) -> None:
+    if death.original_exchange is not None:
+        return
+    if "x-original-exchange" in text:  # Spring AMQP
+        death.original_exchange = text["x-original-exchange"]
+        key = text.get("x-original-routingKey")
+        death.original_routing_keys = [] if key is None else [key]
+        return
+    queue = (
+        _queue_from_address(text.get("MT-Fault-InputAddress", ""))
+        or text.get("NServiceBus.FailedQ", "").split("@")[0]
+    )
+    if queue:
+        # Both frameworks bind an exchange of the queue's name; the default exchange
+        # reaches the same queue without relying on that binding.
+        death.failed_queue = death.failed_queue or queue
+        death.original_exchange = ""
+        death.original_routing_keys = [queue]
+
+
+def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
+    # On a quorum parking queue x-delivery-count counts the drainer's own redeliveries.
+    names = RETRY_COUNTER_HEADERS
+    if not parking_queue_is_quorum:
+        names = ("x-delivery-count", *names)
+    for name in names:
+        count = _int(plain(h[name])) if name in h else None  # most are absent: no call
+        if count is not None:
+            return count
+    retries = _int(plain(h.get("retries")))  # Celery protocol 2
+    return retries if "task" in h else None
+
+
+def read(headers: dict, parking_queue_is_quorum: bool = False) -> Death:
+    """Everything the console derives from a message's headers."""
+    death = Death()
+    entries = x_death_entries(headers)
+    if entries:
+        _from_x_death(death, headers, entries)
+    _from_frameworks(death, headers)
+    count = _delivery_count(headers, parking_queue_is_quorum)
+    death.delivery_count = death.delivery_count if count is None else count
+    return death

@@ -1,0 +1,174 @@
+"""A stored body made readable: gzip inflated within a hard cap, then pretty JSON, text or a
+hex dump. For display only; the stored bytes are never changed and replays send them as-is.
+
+A gzip body is untrusted: a few hundred kilobytes can inflate to gigabytes (a "gzip bomb"),
+so inflating always stops at a byte cap and says that it did.
+"""
+
+import json
+import zlib
+from dataclasses import dataclass
+
+# What the API's body_text may hold when a body is inflated (beyond: cut, with a flag).
+API_INFLATE_LIMIT = 8 * 1024 * 1024
+# What a page shows of a body; the rest is behind the download link.
+PAGE_LIMIT = 256 * 1024
+HEX_LIMIT = 16 * 1024  # a hex dump is four times the size of its bytes
+HEX_ROW = 16
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class Inflated:
+    data: bytes
+    truncated: bool  # the cap was reached before the end of the stream
+
+
+def inflate(body: bytes, limit: int) -> Inflated | None:
+    """The gzip body inflated to at most `limit` bytes, or None when it is not valid gzip.
+
+    Members after the first (concatenated gzip) are inflated too, within the same cap."""
+    out, rest = [], body
+    budget = limit
+    while rest[:2] == GZIP_MAGIC:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            chunk = inflater.decompress(rest, budget + 1)  # one more: tells "cut" from "exact"
+        except zlib.error:
+            return None
+        if len(chunk) > budget:
+            out.append(chunk[:budget])
+            return Inflated(b"".join(out), True)
+        if not inflater.eof:
+            return None  # the stream ends early: corrupt, show the raw bytes instead
+        out.append(chunk)
+        budget -= len(chunk)
+        rest = inflater.unused_data
+    if rest.strip(b"\x00"):  # trailing junk that is not another member
+        return None
+    return Inflated(b"".join(out), False)
+
+
+def decoded(body: bytes, content_encoding: str, limit: int) -> tuple[bytes, bool, bool]:
+    """(bytes to read, whether they are cut at `limit`, whether gzip was inflated)."""
+    if (content_encoding or "").strip().lower() == "gzip" and body[:2] == GZIP_MAGIC:
+        inflated = inflate(body, limit)
+        if inflated is not None:
+            return inflated.data, inflated.truncated, True
+    return body[:limit], len(body) > limit, False
+
+
+def as_text(data: bytes, truncated: bool) -> str | None:
+    """UTF-8 text, or None; a cut inside the last character is forgiven when truncated."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        if truncated and e.start >= len(data) - 3 and e.reason == "unexpected end of data":
+            return data[: e.start].decode()
+        return None
+
+
+def api_text(body: bytes, content_encoding: str) -> tuple[str | None, bool]:
+    """The API detail's body_text and whether it was cut at API_INFLATE_LIMIT.
+
+    A plain body is given whole (the stored bytes are in memory already); only inflating
+    is capped."""
+    if (content_encoding or "").strip().lower() != "gzip" or body[:2] != GZIP_MAGIC:
+        return as_text(body, False), False
+    data, truncated, _ = decoded(body, content_encoding, API_INFLATE_LIMIT)
+    return as_text(data, truncated), truncated
+
+
+@dataclass(frozen=True)
+class BodyView:
+    kind: str  # json, text or hex
+    text: str
+    truncated: bool  # the page shows only part of it: download the raw bytes
+    gzip: bool  # inflated for display
+    size: int  # stored (raw) bytes
+
+
+def render(body: bytes, content_encoding: str, content_type: str = "") -> BodyView:
+    """What the message page shows of a body."""
+    data, truncated, was_gzip = decoded(body, content_encoding, PAGE_LIMIT)
+    text = as_text(data, truncated)
+    if text is None:
+        cut = truncated or len(data) > HEX_LIMIT
+        return BodyView("hex", hex_dump(data[:HEX_LIMIT]), cut, was_gzip, len(body))
+    pretty = None if truncated else pretty_json(text, content_type)
+    if pretty is not None:
+        return BodyView("json", pretty, False, was_gzip, len(body))
+    return BodyView("text", text, truncated, was_gzip, len(body))
+
+
+def pretty_json(text: str, content_type: str) -> str | None:
+    """Indented JSON when the text is a JSON object or array (whatever the content type
+    claims: senders often leave it out), else None."""
+    stripped = text.lstrip()
+    if stripped[:1] not in ("{", "[") and "json" not in (content_type or "").lower():
+        return None
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to re-indent
+        return None
+
+
+def hex_dump(data: bytes) -> str:
+    """Offset, sixteen bytes in hex, and their printable ASCII (others as '.')."""
+    rows = []
+    for offset in range(0, len(data), HEX_ROW):
+        chunk = data[offset : offset + HEX_ROW]
+        hexes = " ".join(f"{b:02x}" for b in chunk)
+        ascii_ = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        rows.append(f"{offset:08x}  {hexes:<{HEX_ROW * 3 - 1}}  {ascii_}")
+    return "\n".join(rows)
+
+
+PREVIEW_CHARS = 4000  # a forged header can be huge: the page shows its start
+
+
+# The wire types of the basic properties (AMQP 0-9-1), which the stored JSON leaves implicit.
+PROPERTY_TYPES = {"delivery_mode": "octet", "priority": "octet", "timestamp": "timestamp"}
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    name: str
+    type: str
+    value: str
+
+
+def shown(typed) -> str:
+    """A typed value as the page writes it: scalars plainly, bytes as base64, nested values
+    (tables, arrays) as indented typed JSON."""
+    if not isinstance(typed, dict):
+        return _json(typed)
+    kind = typed.get("type")
+    if "base64" in typed:
+        return f"base64:{typed['base64']}"[:PREVIEW_CHARS]
+    value = typed.get("value")
+    if kind in ("table", "array"):
+        return _json(value)
+    if kind == "timestamp" and isinstance(value, int):
+        return f"{value} (seconds since 1970)"
+    return str(value)[:PREVIEW_CHARS]
+
+
+def _json(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)[:PREVIEW_CHARS]
+
+
+def header_rows(headers: dict) -> list[FieldRow]:
+    return [FieldRow(str(name), str(typed.get("type", "?")) if isinstance(typed, dict)
+                     else "?", shown(typed)) for name, typed in headers.items()]  # fmt: skip
+
+
+def property_rows(properties: dict) -> list[FieldRow]:
+    """Properties are plain JSON; a short string that is not UTF-8 is {"base64": ...}."""
+    rows = []
+    for name, value in properties.items():
+        if isinstance(value, dict) and "base64" in value:
+            rows.append(FieldRow(name, "shortstr (bytes)", f"base64:{value['base64']}"))
+        else:
+            rows.append(FieldRow(name, PROPERTY_TYPES.get(name, "shortstr"), str(value)))
+    return rows

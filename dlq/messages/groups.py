@@ -1,0 +1,63 @@
+"""Reading for the overview, groups, jobs and audit pages.
+
+Every query here is bounded by an index: arrivals by `received_at` (msg_received) over a
+recent window, groups over a window or one group (msg_group_id), jobs and audit rows
+newest first by id. None counts the whole message table per request.
+"""
+
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Max, Min
+from django.utils import timezone
+
+from dlq.models import KnownGroup, Message, Status
+
+# Windows the groups page offers: the label in the URL and how far back it reaches.
+WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7),
+           "30d": timedelta(days=30)}  # fmt: skip
+DEFAULT_WINDOW = "7d"
+
+
+def failure_groups(since: datetime | None, queue: str | None = None, limit: int = 50) -> list:
+    """Parked messages received since `since`, grouped by fingerprint, biggest first: count,
+    first and last arrival in the window, the newest message as a sample, and when the
+    console first saw the group at all."""
+    qs = Message.objects.filter(status=Status.PARKED).exclude(group="").order_by()
+    if since is not None:
+        qs = qs.filter(received_at__gte=since)
+    if queue:
+        qs = qs.filter(queue=queue)
+    rows = list(
+        qs.values("group")
+        .annotate(
+            count=Count("id"),
+            first=Min("received_at"),
+            last=Max("received_at"),
+            sample_id=Max("id"),
+        )
+        .order_by("-count", "group")[:limit]
+    )
+    _attach_samples(rows)
+    return rows
+
+
+def _attach_samples(rows: list[dict]) -> None:
+    """What identifies each group, from its sample, and the group's first sighting ever."""
+    samples = Message.objects.filter(pk__in=[r["sample_id"] for r in rows]).only(
+        "queue", "death_reason", "exception_type", "exception_message", "failed_queue"
+    )
+    by_id = {m.pk: m for m in samples}
+    known = dict(
+        KnownGroup.objects.filter(group__in=[r["group"] for r in rows]).values_list(
+            "group", "first_seen_at"
+        )
+    )
+    for row in rows:
+        row["sample"] = by_id.get(row["sample_id"])
+        row["first_seen_ever"] = known.get(row["group"])
+
+
+def window_start(label: str | None) -> datetime | None:
+    """Where a groups window begins; None for "all"."""
+    span = WINDOWS.get(label or DEFAULT_WINDOW)
+    return timezone.now() - span if span else None

@@ -1,0 +1,127 @@
+"""The text search index, filled behind the drainer.
+
+The drainer stores search_text on dlq_message with no index on it; a trigram index there
+cost its inserts most of their speed. The indexer (a Celery beat task, every few seconds)
+copies (id, search_text) of new messages into dlq_searchentry, whose trigram index makes
+the search fast, in set-based INSERT ... SELECTs. A search stays exact whatever the lag:
+it reads the entries, and scans messages above the watermark (queries.text_search).
+
+The watermark, `upto`, promises that every message at or below it has its entry. Ids are
+taken from the sequence when a row is inserted, but transactions commit in any order: when
+the indexer sees id 900 committed, a drainer may still be about to commit 880. So a pass
+only looks: it notes the highest committed id (`seen_upto`) and, after that, the open
+transactions that have taken ids (they hold RowExclusiveLock on the id sequence until they
+end; `holders`). Any id at or below `seen_upto` was taken before it was read, so by a
+transaction that had ended by then or is among the holders. A later pass that finds every
+holder gone copies up to `seen_upto` and moves the watermark there. On SQLite one writer
+at a time commits ids in order: there are never holders.
+"""
+
+from django.db import connection, transaction
+
+from dlq.models import Message
+from dlq.models.search import SearchEntry, SearchWatermark
+
+BATCH = 10_000  # ids per INSERT ... SELECT
+PASS_LIMIT = 100_000  # ids one pass copies at most: a backlog goes on at the next pass
+WATERMARK = 1  # the one row's primary key
+
+COPY_SQL = (
+    f"INSERT INTO {SearchEntry._meta.db_table} (message_id, text)"
+    f" SELECT id, search_text FROM {Message._meta.db_table} WHERE id > %s AND id <= %s"
+    " ON CONFLICT (message_id) DO NOTHING"
+)
+HOLDERS_SQL = """
+SELECT pid, virtualtransaction FROM pg_locks
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND relation = pg_get_serial_sequence(%s, 'id')::regclass AND pid <> pg_backend_pid()
+"""
+
+
+def indexed_upto() -> int:
+    """Every message at or below this id has its entry."""
+    mark = SearchWatermark.objects.filter(pk=WATERMARK).values_list("upto", flat=True)
+    return mark.first() or 0
+
+
+def run_pass(limit: int = PASS_LIMIT) -> int:
+    """One indexer pass: the entries it wrote. A pass already running elsewhere: 0."""
+    SearchWatermark.objects.get_or_create(pk=WATERMARK)
+    with transaction.atomic():
+        mark = (
+            SearchWatermark.objects.select_for_update(skip_locked=True).filter(pk=WATERMARK).first()
+        )
+        if mark is None:
+            return 0
+        target = _settled(mark)
+        start = _first_gap_end(mark.upto, target)
+        written, copied_to = _copy(start, min(target, start + limit))
+        mark.upto = copied_to
+        if copied_to == target:  # caught up: look again
+            mark.seen_upto, mark.holders = _look()
+        mark.save()
+    return written
+
+
+def catch_up() -> int:
+    """Passes until every message committed before the call has its entry (bench, tests)."""
+    total = run_pass()
+    newest = Message.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    while indexed_upto() < newest:
+        total += run_pass()
+    return total
+
+
+def _settled(mark: SearchWatermark) -> int:
+    """The id up to which no message can still be committed."""
+    if mark.seen_upto is None:
+        return mark.upto
+    still_open = {tuple(h) for h in mark.holders} & {tuple(h) for h in _holders()}
+    return mark.upto if still_open else max(mark.upto, mark.seen_upto)
+
+
+def _first_gap_end(after: int, target: int) -> int:
+    """Where copying starts: past the ids above `after` that no message has (a fresh
+    console with a high id sequence, or ids retention purged), so a pass's `limit` of ids
+    is spent on messages. Ids up to `target` can no longer commit (_settled)."""
+    first = Message.objects.filter(id__gt=after).order_by("id").values_list("id", flat=True)
+    found = first.first()
+    if found is None:
+        return max(after, target)
+    return max(after, min(found - 1, target))
+
+
+def _copy(after: int, upto: int) -> tuple[int, int]:
+    """Entries for the messages in (after, upto], BATCH ids a statement."""
+    written = 0
+    with connection.cursor() as cursor:
+        for low in range(after, upto, BATCH):
+            cursor.execute(COPY_SQL, [low, min(low + BATCH, upto)])
+            written += max(cursor.rowcount, 0)
+    return written, max(after, upto)
+
+
+def _look() -> tuple[int | None, list]:
+    """The highest committed id, then the transactions that may still commit lower ones."""
+    newest = Message.objects.order_by("-id").values_list("id", flat=True).first()
+    return newest, _holders()
+
+
+def _holders() -> list[list]:
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(HOLDERS_SQL, [Message._meta.db_table])
+        return [list(row) for row in cursor.fetchall()]
+
+
+def reindex(message: Message) -> None:
+    """An edited message's entry, in the edit's transaction. An upsert: if the indexer is
+    copying the old text right now, this waits for it and overwrites it."""
+    SearchEntry.objects.bulk_create(
+        [SearchEntry(message_id=message.pk, text=message.search_text)],
+        update_conflicts=True,
+        unique_fields=["message"],
+        update_fields=["text"],
+    )

@@ -1,0 +1,264 @@
+"""Alerts: their configuration (channels, rules, mutes) and the engine's state (the settled
+arrival horizon, known failure groups, digests, every delivery attempt, per-channel token
+buckets). The engine itself is dlq/alerts/."""
+
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+
+
+class ChannelKind(models.TextChoices):
+    SLACK = "slack"
+    TELEGRAM = "telegram"
+    WEBHOOK = "webhook"
+
+
+def mask_secret(value: str) -> str:
+    """Enough of a secret to recognise it (its last 4 characters), never enough to use it."""
+    value = str(value or "")
+    return f"…{value[-4:]}" if len(value) >= 16 else "…"
+
+
+def mask_url(url: str) -> str:
+    scheme, sep, rest = str(url or "").partition("://")
+    host = rest.split("/", 1)[0].rpartition("@")[2]
+    return f"{scheme}://{host}/{mask_secret(url)}" if sep else mask_secret(url)
+
+
+class AlertChannel(models.Model):
+    """Where alerts go. `config` holds the secrets (webhook URL, bot token): it is never
+    shown after saving, never logged and never part of str() or repr(); see `masked`."""
+
+    kind = models.CharField(max_length=16, choices=ChannelKind.choices)
+    name = models.CharField(max_length=100, unique=True)
+    config = models.JSONField(default=dict)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.kind} channel {self.name}"
+
+    def __repr__(self):
+        return f"<AlertChannel {self.pk}: {self.kind} {self.name}>"
+
+    @property
+    def masked(self) -> str:
+        """The destination with its secret masked, for lists, logs and viewers."""
+        config = self.config or {}
+        if self.kind == ChannelKind.TELEGRAM:
+            return f"bot {mask_secret(config.get('token'))} chat {config.get('chat_id', '')}"
+        return mask_url(config.get("url", ""))
+
+
+class AlertRule(models.Model):
+    """Which queues, which channels, when: at least `threshold` new messages within
+    `window_minutes`, at most one digest per `digest_minutes`; new failure groups at once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    queues = models.TextField(default="*", help_text="queue names or globs, comma-separated")
+    channels = models.ManyToManyField(AlertChannel, blank=True, related_name="rules")
+    all_channels = models.BooleanField(default=False, help_text="every enabled channel")
+    threshold = models.PositiveIntegerField(default=1)
+    window_minutes = models.PositiveIntegerField(default=5)
+    digest_minutes = models.PositiveIntegerField(default=15)
+    alert_new_groups = models.BooleanField(default=True)
+    quiet_start = models.TimeField(null=True, blank=True)
+    quiet_end = models.TimeField(null=True, blank=True)
+    quiet_tz = models.CharField(max_length=64, default="UTC")
+    enabled = models.BooleanField(default=True)
+    # Engine state: the last Message id counted, and when this rule last sent an alert.
+    cursor = models.BigIntegerField(default=0)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(threshold__gte=1, window_minutes__gte=1, digest_minutes__gte=1),
+                name="alertrule_positive",
+            )
+        ]
+
+    def __str__(self):
+        return f"rule {self.name}"
+
+    @property
+    def patterns(self) -> list[str]:
+        return [p.strip() for p in self.queues.replace("\n", ",").split(",") if p.strip()]
+
+    def clean(self):
+        errors = {}
+        if not self.patterns:
+            errors["queues"] = "name at least one queue or glob (* for all)"
+        if (self.quiet_start is None) != (self.quiet_end is None):
+            errors["quiet_end"] = "quiet hours need both a start and an end"
+        try:
+            ZoneInfo(self.quiet_tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            errors["quiet_tz"] = "not a time zone name (e.g. Europe/Berlin, UTC)"
+        if errors:
+            raise ValidationError(errors)
+
+
+class Mute(models.Model):
+    """Silence a queue (name or glob), a failure group, or a group in a queue, until a time."""
+
+    queue = models.CharField(max_length=255, blank=True, default="")
+    group = models.CharField(max_length=16, blank=True, default="")
+    until = models.DateTimeField()
+    reason = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_by_name = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(queue="", group=""), name="mute_queue_or_group"
+            )
+        ]
+
+    def __str__(self):
+        return f"mute {self.queue or '*'}/{self.group or '*'} until {self.until:%Y-%m-%d %H:%M}"
+
+
+class ArrivalHorizon(models.Model):
+    """One row: every Message id up to `safe_id` is committed or will never be.
+
+    Ids are handed out before commit, so a batch still committing can hold ids below a
+    batch already visible; rules count only up to this horizon so nothing is skipped.
+    `watch_top`/`watch_since`: the highest id seen when a gap was first noticed, and when.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    safe_id = models.BigIntegerField(default=0)
+    watch_top = models.BigIntegerField(null=True, blank=True)
+    watch_since = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"arrival horizon {self.safe_id}"
+
+
+class KnownGroup(models.Model):
+    """A failure group the console has seen, with the first Message id that carried it."""
+
+    group = models.CharField(max_length=16, primary_key=True)
+    first_id = models.BigIntegerField()
+    first_seen_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"group {self.group}"
+
+
+class AlertDigest(models.Model):
+    """Arrivals a rule has counted: open while it gathers them, closed once dispatched.
+
+    Counts are folded in per evaluated id range, so they are exact however the drainer
+    batched the arrivals. `groups` maps a group to its count and what identifies it;
+    `minutes` counts arrivals per minute for the threshold window.
+    """
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="digests")
+    opened_at = models.DateTimeField()
+    first_id = models.BigIntegerField()
+    last_id = models.BigIntegerField()
+    first_received_at = models.DateTimeField()
+    last_received_at = models.DateTimeField()
+    count = models.BigIntegerField(default=0)
+    queues = models.JSONField(default=dict)
+    groups = models.JSONField(default=dict)
+    other_groups = models.BigIntegerField(default=0)
+    new_groups = models.JSONField(default=list)
+    minutes = models.JSONField(default=dict)
+    triggered_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=16, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rule"],
+                condition=models.Q(sent_at__isnull=True),
+                name="alertdigest_one_open_per_rule",
+            )
+        ]
+
+    def __str__(self):
+        return f"digest {self.pk} of {self.count} for rule {self.rule_id}"
+
+
+class AttemptStatus(models.TextChoices):
+    QUEUED = "queued"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"  # transient: retried while tries remain
+    REJECTED = "rejected"  # permanent: the channel was disabled
+    RATE_LIMITED = "rate_limited"
+    SKIPPED = "skipped"  # the channel was disabled or deleted before sending
+
+
+class AlertAttempt(models.Model):
+    """One try to deliver one alert to one channel: written before the request is made,
+    updated with its outcome, so "did the alert go out?" always has an answer."""
+
+    channel = models.ForeignKey(AlertChannel, null=True, on_delete=models.SET_NULL)
+    channel_name = models.CharField(max_length=100)
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.SET_NULL)
+    digest = models.ForeignKey(AlertDigest, null=True, blank=True, on_delete=models.SET_NULL)
+    kind = models.CharField(max_length=16)  # digest, new_group or test
+    try_no = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(
+        max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.QUEUED
+    )
+    not_before = models.DateTimeField()
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    summary = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["channel", "-id"], name="attempt_channel_id"),
+            models.Index(fields=["status", "not_before"], name="attempt_status_due"),
+        ]
+
+    def __str__(self):
+        return f"attempt {self.pk} ({self.status}) to {self.channel_name}"
+
+
+class TokenBucket(models.Model):
+    """A tiny rate limiter in the database, shared by every worker (after healthchecks).
+
+    `tokens` is the fraction of the bucket left: each use takes 1/capacity, and the bucket
+    refills completely in `refill_seconds`.
+    """
+
+    key = models.CharField(max_length=80, unique=True)
+    tokens = models.FloatField(default=1.0)
+    updated_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"bucket {self.key}"
+
+    @classmethod
+    def take(cls, key: str, capacity: int, refill_seconds: float, now) -> bool:
+        """Take one token if there is one; the row lock makes concurrent takers exact."""
+        with transaction.atomic():
+            cls.objects.get_or_create(key=key, defaults={"updated_at": now})
+            bucket = cls.objects.select_for_update().get(key=key)
+            elapsed = max((now - bucket.updated_at).total_seconds(), 0.0)
+            tokens = min(1.0, bucket.tokens + elapsed / refill_seconds) - 1.0 / capacity
+            if tokens < -1e-9:
+                return False
+            bucket.tokens, bucket.updated_at = tokens, now
+            bucket.save(update_fields=["tokens", "updated_at"])
+            return True

@@ -1,0 +1,50 @@
+"""TODO docstring"""
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from dlq.actions.jobs import MAX_IDS
+from dlq.models.actions import JobStatus
+from dlq.schemas.actions import Reason, Target
+from dlq.schemas.filters import MessageFilter, MessageId
+
+
+class JobIn(Schema):
+    action: Literal["replay", "discard"]
+    ids: list[MessageId] | None = Field(
+        None, min_length=1, max_length=MAX_IDS, description="the messages (or give filter)"
+    )
+    filter: MessageFilter | None = Field(
+        None,
+        description="the list's filters; frozen at creation: only parked messages received "
+        "up to that instant",
+    )
+    target: Target = "original"
+    rate_per_s: int | None = Field(None, ge=1, le=100_000, description="messages per second")
+    reason: Reason
+
+
+class JobOut(Schema):
+    id: int
+    action: str
+    status: Literal[tuple(JobStatus.values)]
+    total: int
+    done: int
+    failed: int
+    outcomes: dict[str, int] = Field(description="{outcome: count}")
+    target: str | dict[str, str] | None = Field(description="null for a discard")
+    rate_per_s: int | None
+    reason: str
+    filter: dict[str, Any] | None = Field(description="the frozen filter; null for ids")
+    cancel_requested: bool
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @staticmethod
+    def resolve_filter(obj) -> dict | None:
+        return json.loads(obj.filter_json) if obj.filter_json else None

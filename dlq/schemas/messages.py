@@ -1,0 +1,111 @@
+"""The API's shapes of stored messages and queues, as JSON out."""
+
+import base64
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+
+from dlq.messages.deaths import x_death_entries
+from dlq.messages.display import api_text
+from dlq.schemas.values import PROPERTIES_DOC, TypedValue
+
+
+class MessageOut(Schema):
+    id: int
+    queue: str
+    vhost: str
+    status: str
+    message_id: str
+    correlation_id: str
+    exchange: str
+    routing_key: str
+    original_exchange: str | None
+    original_routing_keys: list[str]
+    failed_queue: str
+    death_reason: str
+    death_count: int
+    delivery_count: int | None
+    first_death_at: datetime | None
+    received_at: datetime
+    size: int
+    content_type: str
+    content_encoding: str
+    exception_type: str
+    exception_message: str
+    group: str
+    replay_count: int
+
+
+class XDeathOut(Schema):
+    queue: str
+    reason: str
+    count: int
+    time: datetime | None
+    exchange: str
+    routing_keys: list[str]
+    original_expiration: str | None
+
+
+class HistoryEvent(Schema):
+    at: datetime
+    event: str = Field(description="arrived, edited, discarded, restored or replayed")
+    actor: str | None = Field(description="who did it; null for the broker")
+    message: int = Field(description="id of the stored message the event belongs to")
+    detail: dict[str, Any]
+
+
+class MessageDetail(MessageOut):
+    exception_stacktrace: str
+    body_base64: str
+    body_text: str | None = Field(
+        description="the body when it is text (gzip decoded, at most 8 MiB of it)"
+    )
+    body_truncated: bool = Field(
+        description="body_text is cut: the inflated gzip body is larger than 8 MiB"
+    )
+    properties: dict[str, Any] = Field(description=PROPERTIES_DOC)
+    headers: dict[str, TypedValue] = Field(description="AMQP headers, each a TypedValue")
+    x_death: list[XDeathOut] = Field(description="x-death entries, most recent first")
+    history: list[HistoryEvent] = Field(description="the lineage's events, oldest first")
+
+    @staticmethod
+    def resolve_body_base64(obj) -> str:
+        return base64.b64encode(bytes(obj.body)).decode()
+
+    @staticmethod
+    def resolve_body_text(obj) -> str | None:
+        return _readable_body(obj)[0]
+
+    @staticmethod
+    def resolve_body_truncated(obj) -> bool:
+        return _readable_body(obj)[1]
+
+    @staticmethod
+    def resolve_x_death(obj) -> list[dict]:
+        return x_death_entries(obj.headers)
+
+
+def _readable_body(message) -> tuple[str | None, bool]:
+    """Inflated once per response, though two fields show it."""
+    if not hasattr(message, "_readable_body"):
+        message._readable_body = api_text(bytes(message.body), message.content_encoding)
+    return message._readable_body
+
+
+class MessagePage(Schema):
+    results: list[MessageOut]
+    next_cursor: str | None = Field(description="null on the last page")
+
+
+class QueueOut(Schema):
+    name: str
+    vhost: str
+    queue_type: str
+    parked: int = Field(description="stored messages in status parked")
+    depth: int | None = Field(description="messages on the broker; null when unknown")
+    last_arrival_at: datetime | None
+
+
+class QueueList(Schema):
+    results: list[QueueOut]

@@ -1,0 +1,70 @@
+"""The audit log: filters, keyset pages, the CSV export of the API, edit diffs."""
+
+import json
+
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from dlq.accounts.roles import VIEWER
+from dlq.actions import audit
+from dlq.api.audit import csv_response
+from dlq.messages import queries
+from dlq.models.actions import AuditAction
+from dlq.web.access import role_view
+from dlq.web.forms.audit import parse_audit
+
+
+def _pretty(value) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True)
+
+
+def diff_rows(diff: dict | None) -> list[dict]:
+    """An edit's before/after as rows for the template (which escapes every value)."""
+    rows = []
+    for section in ("properties", "headers"):
+        for key, change in (diff or {}).get(section, {}).items():
+            rows.append({"field": f"{section}.{key}", "before": _pretty(change.get("before")),
+                         "after": _pretty(change.get("after"))})  # fmt: skip
+    return rows
+
+
+def _detail(entry) -> str:
+    """What a replay or job did (target, totals, filter), as indented JSON text."""
+    if not entry.detail:
+        return ""
+    try:
+        return _pretty(json.loads(entry.detail))
+    except ValueError:
+        return entry.detail
+
+
+def _row(entry) -> dict:
+    diff = entry.diff
+    body = (diff or {}).get("body") or {}
+    body_diff = body.get("unified") or ("(binary body changed)" if body else "")
+    return {"entry": entry, "changes": diff_rows(diff), "body_diff": body_diff,
+            "detail": _detail(entry)}  # fmt: skip
+
+
+@require_safe
+@role_view(VIEWER)
+def audit_list(request):
+    query, errors = parse_audit(request.GET)
+    context = {"errors": errors, "actions": AuditAction.values, "params": request.GET}
+    if errors:
+        return render(request, "audit/list.html", context, status=400)
+    entries = audit.filter_audit(query.filters())
+    if query.format == "csv":
+        return csv_response(request, entries)
+    rows, next_cursor = queries.keyset(entries, query.cursor, query.limit)
+    csv_query = request.GET.copy()
+    csv_query["format"] = "csv"
+    csv_query.pop("cursor", None)
+    more = request.GET.copy()
+    more["cursor"] = next_cursor or ""
+    first = csv_query.copy()
+    first.pop("format")
+    context.update(rows=[_row(e) for e in rows], next_query=more.urlencode() if next_cursor
+                   else None, csv_query=csv_query.urlencode(), paged=bool(query.cursor),
+                   first_query=first.urlencode())  # fmt: skip
+    return render(request, "audit/list.html", context)

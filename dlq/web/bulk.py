@@ -1,0 +1,143 @@
+"""Failure groups and the bulk review: the two steps of a bulk replay or discard.
+
+The review (GET) shows exactly what a job would touch; the confirmation (POST, with a
+reason) creates it through jobs.create_job, which freezes, validates and audits, and hands
+it to a worker as the API does. Jobs and the audit log live in views_jobs / views_audit.
+"""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from dlq.accounts.roles import OPERATOR
+from dlq.actions import jobs, replay, routes
+from dlq.actions.message import ActionError
+from dlq.api.base import request_id
+from dlq.broker import codec
+from dlq.messages.queries import filter_messages
+from dlq.models import Message, Status
+from dlq.tasks import jobs as job_tasks
+from dlq.web.access import role_view
+from dlq.web.forms.bulk import FILTER_NAMES, ConfirmForm, Selection, TargetForm, parse_selection
+
+SAMPLE = 10
+
+
+# --- bulk review --------------------------------------------------------------------------
+
+
+def _selected(selection: Selection):
+    """The parked messages the job would work on (a job skips anything else)."""
+    qs = (
+        Message.objects.filter(pk__in=selection.ids).order_by("-id")
+        if selection.ids is not None
+        else filter_messages(selection.filters)
+    )
+    return qs.filter(status=Status.PARKED)
+
+
+def _route_of(message: Message, target, overrides, unreachable: dict) -> dict:
+    """The message's route preview; once the management API has failed to answer, the
+    others say so without asking again (ten timeouts would stall the page)."""
+    try:
+        route = replay.resolve(message, target, overrides)
+    except replay.ReplayError as e:
+        return {"error": str(e)}
+    if unreachable:
+        return {"exchange": route.exchange, "routing_key": route.routing_key, "queues": None,
+                "warning": unreachable["warning"]}  # fmt: skip
+    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    preview = routes.preview(message.vhost, route, headers)
+    if preview["queues"] is None:
+        unreachable["warning"] = preview["warning"]
+    return preview
+
+
+def _review(selection: Selection, target) -> dict:
+    """Count, sample and (for a replay to a valid target) each sample's route now."""
+    selected = _selected(selection)
+    sample = list(selected[:SAMPLE])
+    overrides, unreachable = replay.load_overrides(), {}
+    for message in sample:
+        message.route = (
+            None if target is None else _route_of(message, target, overrides, unreachable)
+        )
+    fan_out = any(len((m.route or {}).get("queues") or ()) > 1 for m in sample)
+    context = {"count": selected.count(), "sample": sample, "fan_out": fan_out}
+    if selection.ids is not None:
+        context["not_parked"] = len(selection.ids) - context["count"]
+    return context
+
+
+def _freeze_review(selection: Selection) -> None:
+    """A filter gets an upper bound at review time, so the job confirmed later covers what
+    was reviewed and not what arrived in between."""
+    if selection.filters is not None and "received_before" not in selection.filters:
+        selection.filters["received_before"] = timezone.now()
+
+
+def _confirm_url(selection: Selection, target_form: TargetForm) -> str:
+    pairs = selection.params() + [
+        (name, target_form.data[name]) for name in ("target", "exchange", "routing_key")
+        if name in target_form.data
+    ]  # fmt: skip
+    return f"{reverse('ops:bulk_review')}?{urlencode(pairs)}"
+
+
+def _back_url(query) -> str:
+    """Cancel goes to the messages list showing the filter as the operator gave it."""
+    given = [(name, query[name]) for name in FILTER_NAMES if query.get(name)]
+    return f"{reverse('messages:list')}?{urlencode(given)}" if given else reverse("messages:list")
+
+
+@require_http_methods(["GET", "POST"])
+@role_view(OPERATOR)
+def bulk_review(request):
+    selection = parse_selection(request.GET)
+    if selection.errors:
+        return render(request, "bulk/review.html", {"selection": selection}, status=400)
+    _freeze_review(selection)
+    target_form = TargetForm(request.GET)
+    replaying = selection.action == "replay"
+    target = target_form.value() if replaying and target_form.is_valid() else None
+    confirm = ConfirmForm(request.POST if request.method == "POST" else None)
+    review = _review(selection, target)
+    if request.method == "POST":
+        job = _create(request, selection, target_form, confirm, review["count"])
+        if job is not None:
+            return redirect("ops:job", job.pk)
+    context = {"selection": selection, "target_form": target_form, "confirm": confirm,
+               "replaying": replaying, "confirm_url": _confirm_url(selection, target_form),
+               "hidden": selection.params(), "back_url": _back_url(request.GET),
+               **review}  # fmt: skip
+    bad = request.method == "POST" or (replaying and not target_form.is_valid())
+    return render(request, "bulk/review.html", context, status=400 if bad else 200)
+
+
+def _create(request, selection, target_form, confirm, count):
+    """The job, queued for a worker once committed; None with the errors on the forms."""
+    if count == 0:
+        confirm.add_error(None, "no parked message is selected: nothing to do")
+    replaying = selection.action == "replay"
+    if not confirm.is_valid() or (replaying and not target_form.is_valid()):
+        return None
+    try:
+        job = jobs.create_job(
+            request.user, selection.action, ids=selection.ids, filters=selection.filters,
+            target=target_form.value() if replaying else "original",
+            rate_per_s=confirm.cleaned_data["rate_per_s"],
+            reason=confirm.cleaned_data["reason"], request_id=request_id(request),
+        )  # fmt: skip
+    except ActionError as e:
+        for name, problems in e.errors.items():
+            for problem in problems:
+                confirm.add_error(None, f"{name}: {problem}")
+        return None
+    transaction.on_commit(lambda: job_tasks.start(job))
+    messages.success(request, f"Job {job.pk} created: {job.action} of {job.total} messages.")
+    return job

@@ -1,0 +1,107 @@
+"""What an operator does to one message from its page: edit, replay, discard, restore.
+
+Each is a POST form that calls the action of dlq/message_actions.py (which checks the status, audits
+and talks to the broker); its errors come back as form errors on the message page."""
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from dlq.accounts.roles import OPERATOR
+from dlq.actions import message as message_actions
+from dlq.actions.message import ActionError
+from dlq.api.base import request_id
+from dlq.messages import queries
+from dlq.models import Message
+from dlq.models.actions import Outcome
+from dlq.web.access import role_view
+from dlq.web.forms.messages import EditForm, ReasonForm, ReplayForm
+from dlq.web.messages import detail_context
+
+
+def _page_again(request, pk: int, status: int, **bound):
+    """The message page with the form that failed, its errors shown, and the failure's status."""
+    message = queries.detail(pk)
+    if message is None:  # deleted by retention meanwhile
+        raise Http404(f"no message {pk}")
+    return render(request, "messages/detail.html", detail_context(request, message, **bound),
+                  status=status)  # fmt: skip
+
+
+def _act(request, pk: int, form, name: str, act):
+    """Run `act(reason)` when `form` is valid: then back to the page (a GET), else the page
+    again with the form's errors."""
+    status = 400
+    if form.is_valid():
+        try:
+            act(form.cleaned_data["reason"])
+        except ActionError as e:
+            form.add_action_error(e)
+            status = e.status
+        else:
+            return redirect("messages:detail", pk=pk)
+    return _page_again(request, pk, status, **{name: form})
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_edit(request, pk: int):
+    message = get_object_or_404(Message, pk=pk)
+    form = EditForm(message, request.POST)
+
+    def edit(reason):
+        message_actions.edit(
+            pk, request.user, reason, request_id=request_id(request), **form.changes()
+        )
+        messages.success(request, "Message edited; the previous version is kept.")
+
+    return _act(request, pk, form, "edit_form", edit)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_replay(request, pk: int):
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReplayForm(request.POST)
+
+    def replay(reason):
+        result = message_actions.replay_one(pk, form.target_value(), request.user, reason,
+                                    request_id(request))  # fmt: skip
+        _tell_outcome(request, result)
+
+    return _act(request, pk, form, "replay_form", replay)
+
+
+def _tell_outcome(request, result: message_actions.ReplayResult) -> None:
+    if result.outcome == Outcome.CONFIRMED:
+        messages.success(request, "Replay outcome: confirmed. The broker routed the message.")
+        return
+    detail = f" ({result.detail})" if result.detail else ""
+    messages.error(request, f"Replay outcome: {result.outcome}{detail}. The message stays parked.")
+
+
+def _reason_action(request, pk: int, name: str, act, done: str):
+    """Discard and restore: only a reason, then the action and a word on the page."""
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReasonForm(request.POST, prefix=name)
+
+    def run(reason):
+        act(pk, request.user, reason, request_id(request))
+        messages.success(request, done)
+
+    return _act(request, pk, form, f"{name}_form", run)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_discard(request, pk: int):
+    done = "Message discarded; it can be restored."
+    return _reason_action(request, pk, "discard", message_actions.discard, done)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_restore(request, pk: int):
+    done = "Message restored: it is parked again."
+    return _reason_action(request, pk, "restore", message_actions.restore, done)

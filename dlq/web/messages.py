@@ -1,0 +1,136 @@
+"""The messages pages: the filtered list, one message, its raw body and its route preview.
+The operator actions on one message are in views_message_actions.py."""
+
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_safe
+
+from dlq.accounts.roles import OPERATOR, VIEWER, has_role
+from dlq.actions import replay, routes
+from dlq.broker import codec
+from dlq.messages import deaths, display, history, queries
+from dlq.models import DrainedQueue, Message, Status
+from dlq.web.access import role_view
+from dlq.web.forms.messages import (
+    PAGE_SIZE,
+    EditForm,
+    ReasonForm,
+    ReplayForm,
+    filter_values,
+    parse_list_query,
+)
+
+COUNT_CAP = 10_000  # counting stops here: an exact count of a million rows costs seconds
+
+
+@require_safe
+@role_view(VIEWER)
+def message_list(request):
+    filters, cursor, errors = parse_list_query(request.GET)
+    rows, next_cursor = [], None
+    if not errors:
+        rows, next_cursor = queries.page(queries.filter_messages(filters), cursor, PAGE_SIZE)
+    values = filter_values(request.GET)
+    given = {name: value for name, value in values.items() if value}
+    context = {
+        "rows": rows,
+        "errors": errors,
+        "values": values,
+        "given": given,
+        "query": urlencode(given),
+        "next_query": urlencode({**given, "cursor": next_cursor}) if next_cursor else "",
+        "paged": bool(cursor),
+        "statuses": Status.values,
+        "queues": DrainedQueue.objects.order_by("name").values_list("name", flat=True),
+    }
+    # Going back to a page htmx no longer has in its cache needs the whole page.
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "messages/list.html#results" if partial else "messages/list.html"
+    response = render(request, template, context, status=400 if errors else 200)
+    patch_vary_headers(response, ["HX-Request"])  # one URL, two bodies: caches must tell them apart
+    return response
+
+
+@require_safe
+@role_view(VIEWER)
+def message_count(request):
+    """How many messages match the filter, counted only when asked and only up to a cap."""
+    filters, _, errors = parse_list_query(request.GET)
+    if errors:
+        return render(request, "messages/_count.html", {"errors": errors}, status=400)
+    matching = queries.filter_messages(filters).order_by().values("id")
+    count = matching[: COUNT_CAP + 1].count()
+    context = {"count": count, "shown": f"{min(count, COUNT_CAP):,}", "capped": count > COUNT_CAP}
+    return render(request, "messages/_count.html", context)
+
+
+@require_safe
+@role_view(VIEWER)
+def message_detail(request, pk: int):
+    message = queries.detail(pk)
+    if message is None:
+        raise Http404(f"no message {pk}")
+    return render(request, "messages/detail.html", detail_context(request, message))
+
+
+def detail_context(request, message: Message, **forms) -> dict:
+    """Everything the message page shows; `forms` are bound forms to show with their errors."""
+    context = {
+        "message": message,
+        "body": display.render(bytes(message.body), message.content_encoding, message.content_type),
+        "properties": display.property_rows(message.properties),
+        "headers": display.header_rows(message.headers),
+        "deaths": deaths.x_death_entries(message.headers),
+        "history": history.with_diffs(message.history),
+        "open_form": next(iter(forms), None),
+    }
+    if has_role(request.user, OPERATOR):
+        context.update(_action_forms(message, forms))
+    # A form the message's status no longer offers (discarded meanwhile): its errors still show.
+    gone = [form for name, form in forms.items() if context.get(name) is not form]
+    context["action_errors"] = [e for form in gone for e in form.non_field_errors()]
+    return context
+
+
+def _action_forms(message: Message, bound: dict) -> dict:
+    """The operator's forms that the message's status allows."""
+    if message.status == Status.PARKED:
+        return {
+            "edit_form": bound.get("edit_form") or EditForm(message),
+            "replay_form": bound.get("replay_form") or ReplayForm(),
+            "discard_form": bound.get("discard_form") or ReasonForm(prefix="discard"),
+        }
+    if message.status == Status.DISCARDED:
+        return {"restore_form": bound.get("restore_form") or ReasonForm(prefix="restore")}
+    return {}
+
+
+@require_safe
+@role_view(VIEWER)
+def message_raw(request, pk: int):
+    """The stored body byte for byte, as a download (never rendered by the browser)."""
+    message = get_object_or_404(Message.objects.only("id", "body"), pk=pk)
+    response = HttpResponse(bytes(message.body), content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="message-{message.pk}.bin"'
+    return response
+
+
+@require_safe
+@role_view(VIEWER)
+def route_preview(request, pk: int):
+    """Where a replay to the chosen target would go now (loaded into the replay form)."""
+    message = get_object_or_404(Message, pk=pk)
+    form = ReplayForm(request.GET, preview=True)
+    context = {"form": form, "preview": None, "problem": None}
+    if form.is_valid():
+        try:
+            route = replay.resolve(message, form.target_value())
+        except replay.ReplayError as e:
+            context["problem"] = str(e)
+        else:
+            headers = {key: codec.plain(value) for key, value in message.headers.items()}
+            context["preview"] = routes.preview(message.vhost, route, headers)
+    return render(request, "messages/_route.html", context, status=200 if form.is_valid() else 400)

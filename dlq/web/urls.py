@@ -1,0 +1,53 @@
+"""The console's pages. The URL namespaces (alerts, messages, ops) are what templates and
+redirects reverse; the views live in the module of their area."""
+
+from django.urls import include, path
+
+from dlq.web import alerts, audit, bulk, groups, health, jobs, message_actions, messages, overview
+
+alert_pages = [
+    path("", alerts.channel_list, name="channels"),
+    path("channels/add/<str:kind>/", alerts.channel_add, name="add"),
+    path("channels/<int:pk>/edit/", alerts.channel_edit, name="edit"),
+    path("channels/<int:pk>/enable/", alerts.channel_enable, name="enable"),
+    path("channels/<int:pk>/disable/", alerts.channel_disable, name="disable"),
+    path("channels/<int:pk>/delete/", alerts.channel_delete, name="delete"),
+    path("channels/<int:pk>/test/", alerts.channel_test, name="test"),
+    path("attempts/", alerts.attempt_list, name="attempts"),
+    path("rules/", alerts.rule_list, name="rules"),
+    path("rules/add/", alerts.rule_edit, name="rule_add"),
+    path("rules/<int:pk>/edit/", alerts.rule_edit, name="rule_edit"),
+    path("mutes/add/", alerts.mute_add, name="mute_add"),
+    path("mutes/<int:pk>/delete/", alerts.mute_delete, name="mute_delete"),
+]
+
+message_pages = [
+    path("", messages.message_list, name="list"),
+    path("count/", messages.message_count, name="count"),
+    path("<int:pk>/", messages.message_detail, name="detail"),
+    path("<int:pk>/raw/", messages.message_raw, name="raw"),
+    path("<int:pk>/route/", messages.route_preview, name="route"),
+    path("<int:pk>/edit/", message_actions.message_edit, name="edit"),
+    path("<int:pk>/replay/", message_actions.message_replay, name="replay"),
+    path("<int:pk>/discard/", message_actions.message_discard, name="discard"),
+    path("<int:pk>/restore/", message_actions.message_restore, name="restore"),
+]
+
+# Pages over many messages: failure groups, bulk review, jobs, the audit log.
+many_pages = [
+    path("groups/", groups.group_list, name="groups"),
+    path("bulk/review/", bulk.bulk_review, name="bulk_review"),
+    path("jobs/", jobs.job_list, name="jobs"),
+    path("jobs/<int:pk>/", jobs.job_detail, name="job"),
+    path("jobs/<int:pk>/cancel/", jobs.job_cancel, name="job_cancel"),
+    path("audit/", audit.audit_list, name="audit"),
+]
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("alerts/", include((alert_pages, "alerts"))),
+    path("messages/", include((message_pages, "messages"))),
+    path("", include((many_pages, "ops"))),
+    path("topology/", health.topology_health, name="topology"),
+    path("drainers/", health.drainers, name="drainers"),
+]
