@@ -5,7 +5,7 @@
 
 1. Creates (drops and recreates) a dedicated benchmark database and migrates it.
 2. Stores N parked messages of SIZE body bytes, persistent, with a real-looking `x-death`
-   (bulk inserts through dlq/store.py, exactly the rows the drainer writes), all of which
+   (bulk inserts through dlq/drain/store.py, exactly the rows the drainer writes), all of which
    died in the benchmark's own durable work queue.
 3. Ceiling: the same N messages, built exactly as a replay builds them, published by
    `dlq.broker.amqp.ConfirmPublisher` alone (asynchronous confirms, the product's window, mandatory,

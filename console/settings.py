@@ -141,7 +141,7 @@ DLQ_JOB_STALE_SECONDS = env_int("DLQ_JOB_STALE_SECONDS", 30, minimum=1)
 DLQ_RESOLVE_SECONDS = env_int("DLQ_RESOLVE_SECONDS", 15, minimum=1, maximum=30)
 DLQ_DRAIN_HEARTBEAT = env_int("DLQ_DRAIN_HEARTBEAT", 30, minimum=1, maximum=600)
 
-# --- Operations: drainer health, retention, metrics, topology checks (see dlq/heartbeat.py)
+# --- Operations: drainer health, retention, metrics, topology checks (see dlq/drain/heartbeat.py)
 # A drainer that has not reported for this long (and did not stop cleanly) alerts.
 DLQ_DRAINER_STALE_SECONDS = env_int("DLQ_DRAINER_STALE_SECONDS", 60, minimum=10)
 # Replayed and discarded messages are purged this many days after their last status
@@ -173,7 +173,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 15.0,
         "options": {"expires": 14},
     },
-    # The search index follows the drainer (dlq/searchindex.py); a search is exact
+    # The search index follows the drainer (dlq/messages/search.py); a search is exact
     # meanwhile, but the newer the messages it has not reached, the more a search reads.
     "index-search": {
         "task": "dlq.tasks.search.index_search",

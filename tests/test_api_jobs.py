@@ -3,7 +3,7 @@
 The endpoint hands the job to dlq.jobtasks.start once the transaction commits; here a
 recorder stands in for the Celery hand-off and the test runs job_run.run_job itself, as a
 worker would (the broker and the database are real). A running job works with several
-database connections (dlq/jobs.py), so the tests that run one commit (RUNS_JOBS)."""
+database connections (dlq/actions/jobs.py), so the tests that run one commit (RUNS_JOBS)."""
 
 from datetime import UTC, datetime
 

@@ -276,7 +276,7 @@ def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (total, 0, {"confirmed": total})
     ids = list(Message.objects.filter(queue=park).values_list("id", flat=True))
-    check_replayed(channel, work, ids, max_duplicates=job_run._batch_size(job))
+    check_replayed(channel, work, ids, max_duplicates=job_batch.batch_size(job))
 
 
 def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled(

@@ -1,6 +1,6 @@
 """Bulk jobs on the embedded SQLite database (`make run`'s default): the same outcomes.
 
-PostgreSQL takes one-statement paths in dlq/jobs.py; SQLite takes the ORM's. A job runs here
+PostgreSQL takes one-statement paths in dlq/actions/jobs.py; SQLite takes the ORM's. A job runs here
 in a process of its own on a fresh SQLite file, as a worker would run it, against the real
 broker: every message replayed by a publisher confirm, or discarded.
 """

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from dlq.actions import job_run, jobs
+from dlq.actions import job_batch, jobs
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, JobStatus
 from dlq.tasks import jobs as job_tasks
@@ -52,7 +52,7 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, u
         assert not replayed.exclude(replays__outcome="confirmed").exists()
         in_flight = JobItem.objects.filter(job=job, state=ItemState.PUBLISHING).count()
         # The batch being settled, the one being published and the one claimed next.
-        assert in_flight <= 3 * job_run._batch_size(job)
+        assert in_flight <= 3 * job_batch.batch_size(job)
 
         second = Worker(celery_queue)
         deadline = time.monotonic() + 90
@@ -67,7 +67,8 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, u
 
     done = _job(job.pk)
     assert (done.done, done.failed, done.outcomes) == (total, 0, {"confirmed": total})
-    # Only the batch being settled and the one being published can arrive twice (jobs.py).
-    duplicates = check_replayed(channel, work, ids, max_duplicates=2 * job_run._batch_size(job))
+    # Only the batch being settled and the one being published can arrive twice
+    # (dlq/actions/job_run.py).
+    duplicates = check_replayed(channel, work, ids, max_duplicates=2 * job_batch.batch_size(job))
     print(f"killed after {killed.done} settled, {in_flight} in flight: "
           f"{total + duplicates} arrivals for {total} confirmed")  # fmt: skip

@@ -1,10 +1,5 @@
-"""API authentication: bearer tokens (stored only as SHA-256) and the browser session.
-
-Each authenticator is made for the role an endpoint needs (`BearerAuth(OPERATOR)`): it
-answers None without valid credentials (ninja answers 401), raises PermissionDenied (403)
-for a user below that role (dlq/roles.py), else answers the user. A token acts with its
-user's role.
-"""
+"""API tokens: made for a user and shown once, stored only as their SHA-256, and looked up
+by the API's bearer authentication (dlq/api/auth.py)."""
 
 import hashlib
 import secrets

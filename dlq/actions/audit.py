@@ -3,10 +3,30 @@
 import csv
 import io
 import json
+import re
+import uuid
 from datetime import UTC, datetime
+
+from django.http import StreamingHttpResponse
 
 from dlq.messages.history import mentions
 from dlq.models.actions import AuditEntry
+
+REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_MAX = 64
+_NOT_IN_REQUEST_ID = re.compile(r"[^A-Za-z0-9._:-]")
+CSV_BATCH = 2000
+
+
+def request_id(request) -> str:
+    """The request's id: the caller's X-Request-ID (only [A-Za-z0-9._:-], at most 64
+    characters) or a new one. Audit rows carry it and every API response echoes it."""
+    known = getattr(request, "dlq_request_id", None)
+    if known is None:
+        given = _NOT_IN_REQUEST_ID.sub("", request.headers.get(REQUEST_ID_HEADER, ""))
+        known = given[:REQUEST_ID_MAX] or uuid.uuid4().hex
+        request.dlq_request_id = known
+    return known
 
 
 def actor_fields(actor) -> dict:
@@ -72,3 +92,24 @@ def filter_audit(filters: dict):
 
 def recent_audit(limit: int = 10) -> list[AuditEntry]:
     return list(AuditEntry.objects.order_by("-id")[:limit])
+
+
+def csv_download(entries, request_id: str) -> StreamingHttpResponse:
+    """Every row of `entries` as a CSV download, the same for the API and the audit page."""
+    response = StreamingHttpResponse(_csv_chunks(entries), content_type="text/csv; charset=utf-8")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="dlq-audit-{stamp}.csv"'
+    response[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+def _csv_chunks(entries):
+    """The CSV in batches of rows (keyset by id), so an export never holds the whole trail."""
+    yield to_csv([])  # the header row
+    last_id = None
+    while True:
+        batch = list((entries.filter(id__lt=last_id) if last_id else entries)[:CSV_BATCH])
+        if not batch:
+            return
+        yield to_csv(batch).split("\r\n", 1)[1]
+        last_id = batch[-1].pk

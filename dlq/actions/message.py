@@ -199,7 +199,8 @@ STALE_REPLAY_SECONDS = 300  # far beyond a single replay's connect and confirm t
 def release_stale_replays(older_than: float = STALE_REPLAY_SECONDS) -> int:
     """Single replays whose process died between publish and settle left their message
     `replaying`; put them back to `parked` with an `error` outcome (the broker may or may
-    not have routed them). Bulk jobs resume their own (dlq/jobs.py). Returns the count."""
+    not have routed them). Bulk jobs resume their own (dlq/actions/job_run.py). Returns the
+    count."""
     cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
     stale = Replay.objects.filter(job__isnull=True, outcome="", started_at__lt=cutoff)
     released = 0

@@ -1,6 +1,6 @@
 """Alert rules evaluated from what the drainer stored: digests, not storms.
 
-Runs outside the drain's transactions (a Celery beat task, dlq/tasks.py), so a slow or
+Runs outside the drain's transactions (a Celery beat task, dlq/tasks/alerts.py), so a slow or
 failing channel never touches draining. One pass (`evaluate`):
 
 1. Settle the arrival horizon: the highest Message id below which every id is committed
@@ -14,7 +14,7 @@ failing channel never touches draining. One pass (`evaluate`):
 4. A digest is due when the rule's threshold is met (N arrivals within M minutes) and the
    last alert of the rule is at least `digest_minutes` old, or at once when it holds a
    failure group never seen before; never during quiet hours (it waits, then goes out).
-   A due digest is closed and one attempt per channel is queued; dlq/delivery.py sends.
+   A due digest is closed and one attempt per channel is queued; dlq/alerts/delivery.py sends.
 """
 
 import fnmatch
@@ -274,7 +274,8 @@ def _evaluate_rule(rule: AlertRule, end: int, mutes: list[Mute], now: datetime) 
 
 
 def evaluate(now: datetime | None = None) -> list[int]:
-    """One evaluation pass; the ids of the attempts it queued (dlq/delivery.py sends them)."""
+    """One evaluation pass; the ids of the attempts it queued (dlq/alerts/delivery.py sends
+    them)."""
     now = now or timezone.now()
     queued: list[AlertAttempt] = []
     with transaction.atomic():

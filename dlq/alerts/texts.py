@@ -1,4 +1,4 @@
-"""What an alert says: a digest (or a test) as a notifiers.Alert, with links into the
+"""What an alert says: a digest (or a test) as a transports.Alert, with links into the
 console's filtered message list (DLQ_CONSOLE_URL; the same filter names as the API)."""
 
 from urllib.parse import urlencode
@@ -86,7 +86,7 @@ def check_alert() -> Alert:
 
 
 def drainer_alert(summary: str) -> Alert:
-    """A drainer stopped reporting (dlq/heartbeat.py); `summary` names it."""
+    """A drainer stopped reporting (dlq/drain/heartbeat.py); `summary` names it."""
     return Alert(
         title="A drainer stopped reporting",
         summary=f"{summary}. Messages in its queues are not being stored until it is back.",

@@ -4,7 +4,7 @@ No Django here: a notifier gets its destination (with its secrets) and an `Alert
 ONE request and either returns or raises `TransportError`, which says whether the failure
 is permanent (revoked webhook, blocked bot: never retry, switch the channel off) and how
 long the server asked us to wait. The bounded retry policy is `retry_delay`; the caller
-runs it, because every try is recorded as its own row (dlq/delivery.py).
+runs it, because every try is recorded as its own row (dlq/alerts/delivery.py).
 
 Secrets (webhook URLs, bot tokens) are scrubbed from every error message.
 """

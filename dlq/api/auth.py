@@ -1,4 +1,10 @@
-"""TODO docstring"""
+"""API authentication: bearer tokens (dlq/accounts/tokens.py) and the browser session.
+
+Each authenticator is made for the role an endpoint needs (`BearerAuth(OPERATOR)`): it
+answers None without valid credentials (ninja answers 401), raises PermissionDenied (403)
+for a user below that role (dlq/accounts/roles.py), else answers the user. A token acts with
+its user's role.
+"""
 
 from django.conf import settings
 from ninja.errors import AuthorizationError

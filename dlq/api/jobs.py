@@ -1,4 +1,4 @@
-"""/api/v1/jobs: bulk replay and discard (dlq/jobs.py), run by a Celery worker."""
+"""/api/v1/jobs: bulk replay and discard (dlq/actions/jobs.py), run by a Celery worker."""
 
 from django.db import transaction
 from django.http import Http404
@@ -6,7 +6,8 @@ from ninja import Router, Status
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import jobs
-from dlq.api.base import ACTION_ERRORS, ERRORS, needs, request_id
+from dlq.actions.audit import request_id
+from dlq.api.base import ACTION_ERRORS, ERRORS, needs
 from dlq.models.actions import Job
 from dlq.schemas.actions import target_value
 from dlq.schemas.errors import ErrorOut

@@ -1,7 +1,8 @@
 """/api/v1/messages: reading stored messages and the actions on one message.
 
-Views are thin: reading goes through dlq/queries.py, every change through dlq/message_actions.py
-(which checks the status, writes the audit row and talks to the broker).
+Views are thin: reading goes through dlq/messages/queries.py, every change through
+dlq/actions/message.py (which checks the status, writes the audit row and talks to the
+broker).
 """
 
 from django.http import Http404
@@ -10,8 +11,9 @@ from ninja import Query, Router
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
+from dlq.actions.audit import request_id
 from dlq.actions.message import ActionError
-from dlq.api.base import ACTION_ERRORS, ERRORS, needs, request_id
+from dlq.api.base import ACTION_ERRORS, ERRORS, needs
 from dlq.broker import codec
 from dlq.messages import queries
 from dlq.models import Message

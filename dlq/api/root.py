@@ -9,9 +9,10 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dlq.accounts.roles import VIEWER
+from dlq.actions.audit import REQUEST_ID_HEADER, request_id
 from dlq.actions.message import ActionError
 from dlq.api.audit import router as audit_router
-from dlq.api.base import REQUEST_ID_HEADER, needs, request_id
+from dlq.api.base import needs
 from dlq.api.jobs import router as jobs_router
 from dlq.api.messages import router as messages_router
 from dlq.api.queues import router as queues_router

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """amqp.decode_table, compiled: the drainer decodes every message's headers with it.
 
-dlq/amqp.py holds the reference in Python and uses this one when it is built (`make setup`,
+dlq/broker/codec.py holds the reference in Python and uses this one when it is built (`make setup`,
 or `pip install .` where a C compiler is at hand). Same values, same types, same errors on
 a truncated table (tests/test_compiled.py compares them). The common value types are read
 here; the rare scalar ones are handed back to the reference (`_other`).
@@ -15,7 +15,7 @@ cdef int _max_nesting = 64
 
 
 def use(other, int max_nesting):
-    """Set by dlq/amqp.py: its decode_value, and its nesting limit."""
+    """Set by dlq/broker/codec.py: its decode_value, and its nesting limit."""
     global _other, _max_nesting
     _other, _max_nesting = other, max_nesting
 

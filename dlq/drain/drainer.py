@@ -2,7 +2,7 @@
 
 Two threads. The main thread owns the AMQP connection: it runs pika's I/O loop (so
 heartbeats flow however slow the database is), gathers deliveries into batches and sends
-the acks. The writer thread turns a batch into rows and commits it (dlq/store.py), then
+the acks. The writer thread turns a batch into rows and commits it (dlq/drain/store.py), then
 hands the ack back to the main thread through `add_callback_threadsafe`. The broker's
 prefetch window bounds what is held in memory, whatever the queue depth.
 

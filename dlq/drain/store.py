@@ -8,7 +8,7 @@ twin. The drainer therefore records *which batches it has committed but not yet 
    made by the drainer, so a commit whose outcome was lost can be checked before a retry).
 2. After the commit the drainer acks the batch; only then is the `PendingBatch` forgotten,
    within microseconds of the ack (`PreparedForget`). If the broker closes the connection
-   and drops the ack unprocessed, the drainer learns it from its ack ledger (dlq/drain.py:
+   and drops the ack unprocessed, the drainer learns it from its ack ledger (dlq/drain/drainer.py:
    the ack and a note naming its batch are committed in one AMQP transaction)
    and makes the batch pending again (`restore_pending`).
 3. A delivery with `redelivered=False` was never delivered before, so it is new: insert.
@@ -399,7 +399,7 @@ def forget_acked_upto(last_acked: str) -> int:
     """Forget the batches of one drainer connection up to the last one whose ack counted.
 
     Batch ids are a 24-character connection token and an 8-digit sequence number
-    (dlq/drain.py), so the ids of one connection sort in ack order, and an ack of a later
+    (dlq/drain/drainer.py), so the ids of one connection sort in ack order, and an ack of a later
     batch (multiple=True) covers every earlier one."""
     if len(last_acked) != 32:
         return 0

@@ -2,7 +2,7 @@
 
 The drainer, the Celery workers and the web are separate processes (and may be many), so
 in-process counters would each tell a part. Everything here comes from rows they all
-write: drain counters and heartbeats (dlq/heartbeat.py), stored messages, replay and
+write: drain counters and heartbeats (dlq/drain/heartbeat.py), stored messages, replay and
 alert attempts, jobs. Any web process answers for the whole deployment.
 
 Access: a Bearer token (DLQ_METRICS_TOKEN), a client address in DLQ_METRICS_ALLOWED_NETS

@@ -1,4 +1,5 @@
-"""TODO docstring"""
+"""The drained queues as the overview and GET /api/v1/queues show them: parked count, last
+arrival, and the depth on the broker (management API) in each queue's own vhost."""
 
 from django.db.models import Count, Max
 

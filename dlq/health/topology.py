@@ -45,6 +45,14 @@ def check(vhost: str | None = None, drained=None, work=None) -> list[Finding]:
     return found
 
 
+def report(vhost: str | None = None) -> tuple[list[Finding], str]:
+    """check(), or no findings and why the management API could not be asked."""
+    try:
+        return check(vhost), ""
+    except mgmt.ManagementError as e:
+        return [], str(e)
+
+
 def check_queue(vhost: str, queue: dict, drained: bool, work: bool, v4: bool) -> list[Finding]:
     name, warnings = queue["name"], []
     if drained:

@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""Arrivals over time, for the overview: per queue in the last hour and day, and per hour.
+
+Bounded by `received_at` (msg_received) over a recent window: never the whole table."""
 
 from datetime import datetime, timedelta
 

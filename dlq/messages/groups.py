@@ -1,8 +1,7 @@
-"""Reading for the overview, groups, jobs and audit pages.
+"""Failure groups: parked messages grouped by their fingerprint, over a window or all time.
 
-Every query here is bounded by an index: arrivals by `received_at` (msg_received) over a
-recent window, groups over a window or one group (msg_group_id), jobs and audit rows
-newest first by id. None counts the whole message table per request.
+Bounded by an index: a window by `received_at` (msg_received), one group by msg_group_id.
+None counts the whole message table per request.
 """
 
 from datetime import datetime, timedelta

@@ -58,7 +58,7 @@ class Delivery:
     properties: object  # amqp.TypedProperties
     body: bytes
     quorum: bool = False
-    row: dict | None = None  # build_row's, made as it arrived (dlq/drain.py)
+    row: dict | None = None  # build_row's, made as it arrived (dlq/drain/drainer.py)
 
 
 def clean(text, limit: int | None = CHAR_LIMIT) -> str:

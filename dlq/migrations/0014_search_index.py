@@ -1,4 +1,4 @@
-# The text search's own table, filled behind the drainer by dlq/searchindex.py, with the
+# The text search's own table, filled behind the drainer by dlq/messages/search.py, with the
 # trigram index (PostgreSQL only) that used to sit on dlq_message and slow every insert.
 
 import django.db.models.deletion

@@ -4,7 +4,8 @@ from django.db import models
 
 
 class DrainerHeartbeat(models.Model):
-    """One running (or stopped) drainer process, as it last reported itself (heartbeat.py)."""
+    """One running (or stopped) drainer process, as it last reported itself
+    (dlq/drain/heartbeat.py)."""
 
     name = models.CharField(max_length=255, unique=True)  # "dlq-drain HOST pid PID"
     host = models.CharField(max_length=255)

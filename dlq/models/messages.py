@@ -57,7 +57,7 @@ class Message(models.Model):
     previous = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
     lineage_id = models.BigIntegerField(null=True, blank=True)
 
-    # Idempotency (see dlq/store.py): content hash, and the pending batch that stored it.
+    # Idempotency (see dlq/drain/store.py): content hash, and the pending batch that stored it.
     fingerprint = models.CharField(max_length=64)
     drain_batch = models.CharField(max_length=32, null=True, blank=True)
 
@@ -66,7 +66,7 @@ class Message(models.Model):
 
     class Meta:
         # No index on search_text: every index entry costs the drainer, and a trigram one
-        # most of all. The search reads SearchEntry, filled behind it (searchindex.py).
+        # most of all. The search reads SearchEntry, filled behind it (dlq/messages/search.py).
         indexes = [
             models.Index(fields=["queue", "-id"], name="msg_queue_id"),
             models.Index(fields=["status", "-id"], name="msg_status_id"),
@@ -108,7 +108,7 @@ class PendingBatch(models.Model):
     """A drain batch that is committed but whose ack the broker may not have received.
 
     Rows live only between a batch's commit and the ack that follows it; one left behind by
-    a crash lets the redelivered copies of its messages be recognised (dlq/store.py).
+    a crash lets the redelivered copies of its messages be recognised (dlq/drain/store.py).
     """
 
     id = models.CharField(max_length=32, primary_key=True)

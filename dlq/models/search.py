@@ -1,4 +1,4 @@
-"""The text search's own tables, filled behind the drainer (dlq/searchindex.py)."""
+"""The text search's own tables, filled behind the drainer (dlq/messages/search.py)."""
 
 from django.db import models
 
@@ -26,7 +26,7 @@ class SearchWatermark(models.Model):
     `seen_upto` and `holders` are the last pass's look at the id sequence: the highest
     committed id, and the transactions that had taken ids and were still open. Once they
     have all ended, no message at or below `seen_upto` can still appear, and `upto` may
-    move there (searchindex.py explains why)."""
+    move there (dlq/messages/search.py explains why)."""
 
     upto = models.BigIntegerField(default=0)
     seen_upto = models.BigIntegerField(null=True, blank=True)

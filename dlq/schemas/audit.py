@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The API's shapes of the audit trail: one row per operator action, and a page of them."""
 
 import json
 from datetime import datetime

@@ -85,7 +85,9 @@ class MessageFilter(Query):
     group: Text | None = Field(None, description="failure fingerprint")
     received_after: DateTime | None = Field(None, description="ISO 8601, inclusive")
     received_before: DateTime | None = Field(None, description="ISO 8601, exclusive")
-    q: Text | None = Field(None, max_length=200, description="text search: body and headers")
+    q: Annotated[str, Field(max_length=200), AfterValidator(storable)] | None = Field(
+        None, description="text search: body and headers"
+    )
 
     def given(self) -> dict:
         """The filters that are set, by name."""
@@ -101,7 +103,9 @@ class MessageListQuery(MessageFilter):
 class AuditQuery(Query):
     cursor: Cursor | None = Field(None, description="next_cursor of the previous page (opaque)")
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
-    actor: Text | None = Field(None, max_length=150, description="the actor's user name")
+    actor: Annotated[str, Field(max_length=150), AfterValidator(storable)] | None = Field(
+        None, description="the actor's user name"
+    )
     action: Literal[tuple(AuditAction.values)] | None = None
     message: MessageId | None = Field(None, description="rows naming this message id")
     job: MessageId | None = Field(None, description="rows of this job")

@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The API's shapes of bulk jobs: a job to create (ids or a frozen filter) and its progress."""
 
 import json
 from datetime import datetime

@@ -1,5 +1,5 @@
-"""Web pages shared by the whole console: the access helper, the layout's context, the
-overview. Pages of one concept live in their own module (views_alerts.py)."""
+"""Access to the pages: the one role check every view goes through (`role_view`), and the
+role the layout needs to show or hide buttons."""
 
 from functools import wraps
 

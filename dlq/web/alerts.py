@@ -1,5 +1,5 @@
 """Alert pages: channels, delivery attempts, rules and mutes. Every change goes through
-dlq.channels / dlq.alerts; these views only check the role, validate and render."""
+dlq/alerts/; these views only check the role, validate and render."""
 
 from django.contrib import messages
 from django.http import Http404, HttpResponseBadRequest

@@ -7,7 +7,6 @@ from django.views.decorators.http import require_safe
 
 from dlq.accounts.roles import VIEWER
 from dlq.actions import audit
-from dlq.api.audit import csv_response
 from dlq.messages import queries
 from dlq.models.actions import AuditAction
 from dlq.web.access import role_view
@@ -55,7 +54,7 @@ def audit_list(request):
         return render(request, "audit/list.html", context, status=400)
     entries = audit.filter_audit(query.filters())
     if query.format == "csv":
-        return csv_response(request, entries)
+        return audit.csv_download(entries, audit.request_id(request))
     rows, next_cursor = queries.keyset(entries, query.cursor, query.limit)
     csv_query = request.GET.copy()
     csv_query["format"] = "csv"

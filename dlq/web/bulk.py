@@ -1,8 +1,8 @@
-"""Failure groups and the bulk review: the two steps of a bulk replay or discard.
+"""The bulk review: the two steps of a bulk replay or discard.
 
 The review (GET) shows exactly what a job would touch; the confirmation (POST, with a
 reason) creates it through jobs.create_job, which freezes, validates and audits, and hands
-it to a worker as the API does. Jobs and the audit log live in views_jobs / views_audit.
+it to a worker as the API does. Groups, jobs and the audit log have pages of their own.
 """
 
 from urllib.parse import urlencode
@@ -16,8 +16,8 @@ from django.views.decorators.http import require_http_methods
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import jobs, replay, routes
+from dlq.actions.audit import request_id
 from dlq.actions.message import ActionError
-from dlq.api.base import request_id
 from dlq.broker import codec
 from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status

@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The failure groups page: parked messages grouped by fingerprint over a window."""
 
 from django.shortcuts import render
 from django.views.decorators.http import require_safe

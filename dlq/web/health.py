@@ -1,11 +1,10 @@
-"""Operations pages: topology health (dlq/topology.py) and the drainers panel, which the
-overview includes and htmx refreshes (dlq/heartbeat.py)."""
+"""Operations pages: topology health (dlq/health/topology.py) and the drainers panel, which the
+overview includes and htmx refreshes (dlq/health/drainers.py)."""
 
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from dlq.accounts.roles import VIEWER
-from dlq.broker import mgmt
 from dlq.health import topology
 from dlq.health.drainers import overview_context
 from dlq.web.access import role_view
@@ -14,10 +13,7 @@ from dlq.web.access import role_view
 @require_safe
 @role_view(VIEWER)
 def topology_health(request):
-    try:
-        findings, error = topology.check(), ""
-    except mgmt.ManagementError as e:
-        findings, error = [], str(e)
+    findings, error = topology.report()
     return render(request, "topology/health.html", {"findings": findings, "error": error})
 
 

@@ -8,9 +8,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import OPERATOR, VIEWER
 from dlq.actions import jobs
-from dlq.actions.jobs import ACTIVE_JOBS, active_jobs, failed_items, finished_jobs
+from dlq.actions.audit import request_id
 from dlq.actions.message import ActionError
-from dlq.api.base import request_id
 from dlq.messages import queries
 from dlq.models.actions import Job
 from dlq.web.access import role_view
@@ -26,8 +25,8 @@ def job_list(request):
     if cursor and queries.decode_cursor(cursor) is None:
         errors = {"cursor": ["not a cursor this page gave out"]}
         return render(request, "jobs/list.html", {"errors": errors}, status=400)
-    finished, next_cursor = queries.keyset(finished_jobs(), cursor, PAGE)
-    active = [] if cursor else active_jobs()
+    finished, next_cursor = queries.keyset(jobs.finished_jobs(), cursor, PAGE)
+    active = [] if cursor else jobs.active_jobs()
     context = {"active": active, "finished": finished, "paged": bool(cursor),
                "next_query": urlencode({"cursor": next_cursor}) if next_cursor else ""}  # fmt: skip
     return render(request, "jobs/list.html", context)
@@ -38,10 +37,10 @@ def _progress(job: Job) -> dict:
     return {
         "job": job,
         "custom_target": job.target if isinstance(job.target, dict) else None,
-        "failed_items": failed_items(job),
+        "failed_items": jobs.failed_items(job),
         "settled": settled,
         "percent": round(100 * settled / job.total) if job.total else 100,
-        "active": job.status in ACTIVE_JOBS,
+        "active": job.status in jobs.ACTIVE_JOBS,
         "outcomes": sorted(job.outcomes.items()),
     }
 

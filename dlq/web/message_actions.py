@@ -1,7 +1,8 @@
 """What an operator does to one message from its page: edit, replay, discard, restore.
 
-Each is a POST form that calls the action of dlq/message_actions.py (which checks the status, audits
-and talks to the broker); its errors come back as form errors on the message page."""
+Each is a POST form that calls the action of dlq/actions/message.py (which checks the
+status, audits and talks to the broker); its errors come back as form errors on the message
+page."""
 
 from django.contrib import messages
 from django.http import Http404
@@ -10,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
+from dlq.actions.audit import request_id
 from dlq.actions.message import ActionError
-from dlq.api.base import request_id
 from dlq.messages import queries
 from dlq.models import Message
 from dlq.models.actions import Outcome

@@ -1,5 +1,5 @@
 """The messages pages: the filtered list, one message, its raw body and its route preview.
-The operator actions on one message are in views_message_actions.py."""
+The operator actions on one message are in web/message_actions.py."""
 
 from urllib.parse import urlencode
 

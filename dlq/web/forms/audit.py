@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The audit page's query string, validated by the API's own model (schemas.filters)."""
 
 from pydantic import ValidationError
 

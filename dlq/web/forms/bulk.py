@@ -1,7 +1,7 @@
-"""Query strings and forms of the bulk review, groups and audit pages.
+"""Query strings and forms of the bulk review.
 
 The bulk selection takes the message list's filter names and validates them with the API's
-own model (schemas.MessageFilter), so the page and the API accept and refuse the same input.
+own model (schemas.filters.MessageFilter), so the page and the API accept and refuse the same input.
 """
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The failure groups page's query string."""
 
 from django import forms
 

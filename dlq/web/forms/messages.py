@@ -37,7 +37,8 @@ def filter_values(params) -> dict[str, str]:
 
 
 class ActionForm(forms.Form):
-    """A form whose submit calls an action of dlq/actions.py; its errors become form errors."""
+    """A form whose submit calls an action of dlq/actions/message.py; its errors become form
+    errors."""
 
     reason = forms.CharField(max_length=2000, help_text="kept in the audit trail")
     FIELD_OF = {}  # an action's error key (its prefix before ".") -> this form's field
