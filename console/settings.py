@@ -165,39 +165,26 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_IMPORTS = ("dlq.tasks",)
 # Workers of one deployment (or one test run) share a queue name; the default is Celery's.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+
+
+def _every(task: str, seconds: float) -> dict:
+    # "expires" drops ticks a busy or stopped worker did not take in time, so a backlog never
+    # turns into a burst of passes.
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds - 1}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    # Alerts: count new arrivals, send due digests. "expires" drops ticks a busy or stopped
-    # worker did not take in time, so a backlog never turns into a burst of passes.
-    "evaluate-alerts": {
-        "task": "dlq.tasks.alerts.evaluate_alerts",
-        "schedule": 15.0,
-        "options": {"expires": 14},
-    },
+    # Alerts: count new arrivals, send due digests.
+    "evaluate-alerts": _every("dlq.tasks.evaluate_alerts", 15.0),
     # The search index follows the drainer (dlq/messages/search.py); a search is exact
     # meanwhile, but the newer the messages it has not reached, the more a search reads.
-    "index-search": {
-        "task": "dlq.tasks.search.index_search",
-        "schedule": 5.0,
-        "options": {"expires": 4},
-    },
+    "index-search": _every("dlq.tasks.index_search", 5.0),
     # Jobs whose worker died (or whose start message was lost) are resumed.
-    "resume-jobs": {
-        "task": "dlq.jobtasks.resume_jobs",
-        "schedule": 30.0,
-        "options": {"expires": 29},
-    },
+    "resume-jobs": _every("dlq.jobtasks.resume_jobs", 30.0),
     # A drainer that stopped reporting alerts once.
-    "check-drainers": {
-        "task": "dlq.health_tasks.check_drainers",
-        "schedule": 30.0,
-        "options": {"expires": 29},
-    },
+    "check-drainers": _every("dlq.health_tasks.check_drainers", 30.0),
     # Retention: replayed and discarded messages (and audit rows, if configured) in batches.
-    "purge-retention": {
-        "task": "dlq.health_tasks.purge_retention",
-        "schedule": 3600.0,
-        "options": {"expires": 3599},
-    },
+    "purge-retention": _every("dlq.health_tasks.purge_retention", 3600.0),
 }
 # Keep the console's structured log format in workers.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -59,5 +59,5 @@ def test_it_sends_an_alert_through_a_real_celery_worker(
     attempt = AlertAttempt.objects.get(channel=hook)
     assert (attempt.status, attempt.http_status, attempt.kind) == ("sent", 200, "new_group")
     log = (tmp_path / "worker.log").read_text()
-    assert "dlq.tasks.alerts.send_alert" in log and "alert sent" in log
+    assert "dlq.tasks.send_alert" in log and "alert sent" in log
     assert "worker-secret" not in log

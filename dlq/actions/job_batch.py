@@ -7,7 +7,6 @@ set-based statement over arrays. The run around them is dlq/actions/job_run.py.
 """
 
 import json
-import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,7 +18,6 @@ from dlq.actions import replay
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, Outcome, Replay
 
-log = logging.getLogger("dlq.jobs")
 BATCH = 1000  # messages claimed, published and settled together
 
 

@@ -5,7 +5,6 @@ only messages received up to it). Running it is dlq/actions/job_run.py.
 """
 
 import json
-import logging
 from datetime import UTC, datetime
 
 from django.db import transaction
@@ -16,7 +15,6 @@ from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, ItemState, Job, JobItem, JobStatus, Replay
 
-log = logging.getLogger("dlq.jobs")
 ACTIONS = ("replay", "discard")
 MAX_IDS = 100_000
 

@@ -19,7 +19,7 @@ from dlq.alerts import texts
 from dlq.alerts.transports import HttpNotifier, TransportError, notifier_for, retry_delay
 from dlq.models import AlertAttempt, AlertChannel, AttemptStatus, TokenBucket
 
-log = logging.getLogger("dlq.alerts.delivery")
+log = logging.getLogger("dlq.delivery")
 
 CHANNEL_BURST = 10  # alerts a channel may get at once...
 CHANNEL_REFILL_S = 600  # ...then one a minute: the bucket refills in ten minutes

@@ -38,7 +38,7 @@ from dlq.models import (
     Mute,
 )
 
-log = logging.getLogger("dlq.alerts.engine")
+log = logging.getLogger("dlq.alerts")
 
 GAP_GRACE = timedelta(seconds=30)  # far longer than any drain batch takes to commit
 MAX_GROUPS = 500  # distinct groups a digest itemises; arrivals of the rest are still counted

@@ -43,7 +43,7 @@ from psycopg import pq
 
 from dlq.models import DrainedQueue, Message, PendingBatch
 
-log = logging.getLogger("dlq.drain.store")
+log = logging.getLogger("dlq.store")
 
 COLUMNS = [
     "queue", "vhost", "status", "received_at", "body", "size", "properties_json",

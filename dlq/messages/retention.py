@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from dlq.models import AuditEntry, Message, Status
 
-log = logging.getLogger("dlq.messages.retention")
+log = logging.getLogger("dlq.retention")
 
 PURGEABLE = (Status.REPLAYED, Status.DISCARDED)
 MAX_BATCHES = 1000  # one pass stops here; the next hourly pass goes on

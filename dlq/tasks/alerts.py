@@ -8,7 +8,7 @@ from django.db import DatabaseError
 from dlq.alerts import delivery, engine
 
 
-@shared_task(name="dlq.tasks.alerts.evaluate_alerts", ignore_result=True)
+@shared_task(name="dlq.tasks.evaluate_alerts", ignore_result=True)
 def evaluate_alerts() -> int:
     """Beat, every few seconds: count new arrivals, queue due alerts, resend lost ones."""
     attempt_ids = engine.evaluate() + delivery.overdue()
@@ -18,7 +18,7 @@ def evaluate_alerts() -> int:
 
 
 @shared_task(
-    name="dlq.tasks.alerts.send_alert",
+    name="dlq.tasks.send_alert",
     ignore_result=True,
     autoretry_for=(DatabaseError,),
     retry_backoff=True,
