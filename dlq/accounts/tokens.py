@@ -17,9 +17,16 @@ def hash_token(token: str) -> str:
 
 def create_token(user, name: str = "") -> str:
     """Store a new token for the user and return it; this is the only time it is seen."""
+    return make_token(user, name)[1]
+
+
+def make_token(user, name: str = "") -> tuple[ApiToken, str]:
+    """The stored row and the token itself (which is not stored)."""
     token = PREFIX + secrets.token_urlsafe(32)
-    ApiToken.objects.create(user=user, name=name, prefix=token[:12], token_hash=hash_token(token))
-    return token
+    row = ApiToken.objects.create(
+        user=user, name=name, prefix=token[:12], token_hash=hash_token(token)
+    )
+    return row, token
 
 
 def user_for_token(token: str):

@@ -24,6 +24,8 @@ from dlq.messages.ingest import body_text, clean, search_text
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
 
+# Property values RabbitMQ refuses although AMQP allows them (it closes the channel).
+BROKER_RANGES = {"delivery_mode": range(1, 3), "priority": range(0, 10)}
 # What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
 # gigabytes must not be inflated whole just to be compared.
 DIFF_READ_LIMIT = 1024 * 1024
@@ -250,6 +252,11 @@ def _validated_properties(properties) -> dict:
             amqp.make_properties({name: value}, None).encode()
         except (codec.AmqpValueError, TypeError) as e:
             errors[f"properties.{name}"] = [str(e)]
+            continue
+        allowed = BROKER_RANGES.get(name)
+        if allowed is not None and value not in allowed:
+            # AMQP allows any octet, RabbitMQ closes the publishing channel on these.
+            errors[f"properties.{name}"] = [f"must be {allowed[0]} to {allowed[-1]}"]
     if errors:
         raise ActionError(errors)
     return properties
@@ -270,12 +277,15 @@ def _validated_headers(headers) -> dict:
     return headers
 
 
-def _is_json(content_type: str) -> bool:
-    kind = (content_type or "").split(";")[0].strip().lower()
+def _is_json(content_type) -> bool:
+    if not isinstance(content_type, str):  # {"base64": ...}: not UTF-8, so not JSON's name
+        return False
+    kind = content_type.split(";")[0].strip().lower()
     return kind == "application/json" or kind.endswith("+json")
 
 
 def _check_body(body: bytes, properties: dict) -> None:
+    """A new body the broker would take, and that is JSON when its content type says so."""
     if len(body) > replay.max_message_bytes():
         raise ActionError({"body": [f"is {len(body)} bytes, more than the broker accepts"]})
     if _is_json(properties.get("content_type")) and not properties.get("content_encoding"):
@@ -283,6 +293,9 @@ def _check_body(body: bytes, properties: dict) -> None:
             json.loads(body)
         except ValueError as e:
             problem = f"content type is JSON but the body is not: {e}"
+            raise ActionError({"body_text": [problem]}) from None
+        except RecursionError:
+            problem = "content type is JSON but the body nests too deeply to be read as JSON"
             raise ActionError({"body_text": [problem]}) from None
 
 
@@ -325,7 +338,8 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         new_body = old_body if body is None else body
         new_props = old_props if properties is None else properties
         new_headers = old_headers if headers is None else headers
-        _check_body(new_body, new_props)
+        if body is not None:  # a headers or properties edit leaves the body as it came
+            _check_body(new_body, new_props)
         diff = {
             "body": _body_diff(old_body, new_body, old_props.get("content_encoding") or "")
             if new_body != old_body

@@ -71,6 +71,7 @@ class AuditAction(models.TextChoices):
     JOB_CREATE = "job_create"
     JOB_CANCEL = "job_cancel"
     TOKEN_CREATE = "token_create"
+    TOKEN_REVOKE = "token_revoke"
     CHANNEL_CHANGE = "channel_change"
 
 

@@ -87,7 +87,6 @@ def _one_short_string(value, handler):
 ShortProperty = Annotated[
     Annotated[str, Field(max_length=255)] | RawShortStr | None, WrapValidator(_one_short_string)
 ]
-Octet = Annotated[int, Strict(), Field(ge=0, le=255)] | None
 
 
 class PropertiesIn(BaseModel):
@@ -99,8 +98,10 @@ class PropertiesIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content_type: ShortProperty = None
     content_encoding: ShortProperty = None
-    delivery_mode: Octet = Field(None, description="2 is persistent")
-    priority: Octet = None
+    delivery_mode: Annotated[int, Strict(), Field(ge=1, le=2)] | None = Field(
+        None, description="1 transient, 2 persistent"
+    )
+    priority: Annotated[int, Strict(), Field(ge=0, le=9)] | None = None
     correlation_id: ShortProperty = None
     reply_to: ShortProperty = None
     expiration: ShortProperty = Field(None, description="not sent again on replay")

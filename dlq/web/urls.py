@@ -3,7 +3,18 @@ redirects reverse; the views live in the module of their area."""
 
 from django.urls import include, path
 
-from dlq.web import alerts, audit, bulk, groups, health, jobs, message_actions, messages, overview
+from dlq.web import (
+    alerts,
+    audit,
+    bulk,
+    groups,
+    health,
+    jobs,
+    message_actions,
+    messages,
+    overview,
+    tokens,
+)
 
 alert_pages = [
     path("", alerts.channel_list, name="channels"),
@@ -43,11 +54,17 @@ many_pages = [
     path("audit/", audit.audit_list, name="audit"),
 ]
 
+token_pages = [
+    path("", tokens.token_list, name="list"),
+    path("<int:pk>/revoke/", tokens.token_revoke, name="revoke"),
+]
+
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("alerts/", include((alert_pages, "alerts"))),
     path("messages/", include((message_pages, "messages"))),
     path("", include((many_pages, "ops"))),
+    path("tokens/", include((token_pages, "tokens"))),
     path("topology/", health.topology_health, name="topology"),
     path("drainers/", health.drainers, name="drainers"),
 ]
