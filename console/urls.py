@@ -1,9 +1,14 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 
 from dlq.api.root import api
 from dlq.health import metrics, probes
+
+# Anonymous users see no login form but the console's own (throttled, audited): the admin
+# site's sends them there, and back once they are signed in.
+admin.site.login = login_required(admin.site.login)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

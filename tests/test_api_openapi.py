@@ -1,11 +1,12 @@
 import pytest
-from django.test import Client
+
+from tests.factories import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
 
 def test_it_serves_the_schema_with_the_endpoints():
-    response = Client().get("/api/v1/openapi.json")
+    response = client_for(make_user("viewer")).get("/api/v1/openapi.json")
     assert response.status_code == 200
     schema = response.json()
     assert {"/api/v1/queues", "/api/v1/messages", "/api/v1/messages/{id}"} <= set(schema["paths"])
@@ -17,7 +18,7 @@ def test_it_serves_the_schema_with_the_endpoints():
 
 
 def test_it_documents_the_typed_header_encoding():
-    schema = Client().get("/api/v1/openapi.json").json()
+    schema = client_for(make_user("viewer")).get("/api/v1/openapi.json").json()
     components = schema["components"]["schemas"]
     detail = components["MessageDetail"]["properties"]
     ref = detail["headers"]["additionalProperties"]
@@ -30,7 +31,7 @@ def test_it_documents_the_typed_header_encoding():
 
 
 def test_it_serves_the_docs_page_from_local_static_files():
-    response = Client().get("/api/v1/docs")
+    response = client_for(make_user("viewer")).get("/api/v1/docs")
     assert response.status_code == 200
     assert b"/static/ninja/swagger-ui-bundle.js" in response.content
     assert b"cdn" not in response.content.lower()

@@ -6,13 +6,18 @@ for a user below that role (dlq/accounts/roles.py), else answers the user. A tok
 its user's role.
 """
 
+from functools import wraps
+
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
 from ninja.errors import AuthorizationError
 from ninja.security import HttpBearer
 from ninja.security.apikey import APIKeyCookie
 from ninja.utils import check_csrf
 
-from dlq.accounts.roles import VIEWER, require_role
+from dlq.accounts.roles import VIEWER, has_role, require_role
 from dlq.accounts.tokens import user_for_token
 
 
@@ -54,3 +59,26 @@ class SessionAuth(_NeedsRole, APIKeyCookie):
         if check_csrf(request) is not None:  # always passes for GET, HEAD, OPTIONS
             raise AuthorizationError(message="CSRF check failed")
         return self.allowed(user)
+
+
+def docs_access(view):
+    """The API's schema and docs are for viewers and above, by token or session, like the
+    API itself: anonymous callers get 401 (the docs page sends a browser to the login page),
+    a user without a role 403."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        user = BearerAuth(VIEWER)(request)
+        if user is None and request.user.is_authenticated:
+            user = request.user
+        if user is None:
+            if request.path.endswith("/docs"):
+                return redirect_to_login(request.get_full_path())
+            response = JsonResponse({"detail": "authentication required"}, status=401)
+            response["WWW-Authenticate"] = "Bearer"
+            return response
+        if not has_role(user, VIEWER):
+            raise PermissionDenied("this needs the viewer role")
+        return view(request, *args, **kwargs)
+
+    return wrapper

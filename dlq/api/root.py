@@ -12,6 +12,7 @@ from dlq.accounts.roles import VIEWER
 from dlq.actions.audit import REQUEST_ID_HEADER, request_id
 from dlq.actions.message import ActionError
 from dlq.api.audit import router as audit_router
+from dlq.api.auth import docs_access
 from dlq.api.base import needs
 from dlq.api.jobs import router as jobs_router
 from dlq.api.messages import router as messages_router
@@ -45,6 +46,7 @@ api = ConsoleAPI(
         "`._:-`, at most 64 characters) or a new one; audit rows keep it."
     ),
     auth=needs(VIEWER),
+    docs_decorator=docs_access,
     urls_namespace="api",
 )
 
