@@ -147,6 +147,8 @@ DLQ_DRAINER_STALE_SECONDS = env_int("DLQ_DRAINER_STALE_SECONDS", 60, minimum=10)
 # Replayed and discarded messages are purged this many days after their last status
 # change (0 = never); parked messages never are.
 DLQ_RETENTION_DAYS = env_int("DLQ_RETENTION_DAYS", 30, minimum=0)
+# How far ahead a mute may end: a forgotten mute must not silence alerts for ever.
+DLQ_MUTE_MAX_DAYS = env_int("DLQ_MUTE_MAX_DAYS", 30, minimum=1, maximum=3650)
 DLQ_AUDIT_RETENTION_DAYS = env_int("DLQ_AUDIT_RETENTION_DAYS", 0, minimum=0)  # 0 = forever
 DLQ_RETENTION_BATCH = env_int("DLQ_RETENTION_BATCH", 1000, minimum=1, maximum=100_000)
 # /metrics answers a Bearer token, a client address in these networks, or a viewer's session.

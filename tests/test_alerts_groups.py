@@ -3,7 +3,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from dlq.alerts import delivery, engine
+from dlq.alerts import delivery, engine, mutes
 from dlq.models import Message
 from tests.alertfactory import add_channel, arrive
 
@@ -85,7 +85,7 @@ def test_it_keeps_a_muted_group_silent(default_rule, endpoint):
     t0 = timezone.now() - timedelta(hours=1)
     noisy = arrive("orders.dlq", 1, exception="Noisy", at=t0)
     run(t0)
-    engine.mute(until=t0 + timedelta(hours=2), group=group_of(noisy[0]), reason="known bug")
+    mutes.mute(until=t0 + timedelta(hours=2), group=group_of(noisy[0]), reason="known bug")
 
     arrive("orders.dlq", 500, exception="Noisy", at=t0 + timedelta(minutes=20))
     run(t0 + timedelta(minutes=20))
@@ -99,7 +99,7 @@ def test_it_keeps_a_muted_group_silent(default_rule, endpoint):
 def test_it_keeps_a_muted_queue_silent_until_the_mute_ends(default_rule, endpoint):
     add_channel("webhook", endpoint)
     t0 = timezone.now() - timedelta(hours=1)
-    engine.mute(until=t0 + timedelta(minutes=30), queue="billing.*")
+    mutes.mute(until=t0 + timedelta(minutes=30), queue="billing.*", reason="deploy window")
     arrive("billing.dlq", 50, at=t0)
     arrive("orders.dlq", 2, at=t0)
     run(t0)
@@ -116,7 +116,9 @@ def test_it_mutes_a_group_only_in_the_queues_named(default_rule, endpoint):
     add_channel("webhook", endpoint)
     t0 = timezone.now() - timedelta(hours=1)
     ids = arrive("orders.dlq", 1, exception="E", died_in="shared", at=t0)
-    engine.mute(until=t0 + timedelta(hours=1), queue="orders.dlq", group=group_of(ids[0]))
+    mutes.mute(
+        until=t0 + timedelta(hours=1), queue="orders.dlq", group=group_of(ids[0]), reason="r"
+    )
     arrive("orders.dlq", 5, exception="E", died_in="shared", at=t0)
     arrive("audit.dlq", 2, exception="E", died_in="shared", at=t0)
     run(t0)

@@ -340,15 +340,3 @@ def ensure_default_rule() -> AlertRule:
     channel, any arrival, one digest per 15 minutes, new failure groups at once."""
     rule = AlertRule.objects.filter(name=DEFAULT_RULE).first()
     return rule or create_rule(DEFAULT_RULE, queues="*", all_channels=True)
-
-
-def mute(until: datetime, queue: str = "", group: str = "", reason: str = "", actor=None):
-    """Silence a queue (name or glob), a group, or a group in a queue, until `until`."""
-    return Mute.objects.create(
-        queue=queue,
-        group=group,
-        until=until,
-        reason=reason,
-        created_by=actor,
-        created_by_name=actor.get_username() if actor is not None else "",
-    )

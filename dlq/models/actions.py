@@ -72,6 +72,8 @@ class AuditAction(models.TextChoices):
     JOB_CANCEL = "job_cancel"
     TOKEN_CREATE = "token_create"
     TOKEN_REVOKE = "token_revoke"
+    MUTE_ADD = "mute_add"
+    MUTE_REMOVE = "mute_remove"
     CHANNEL_CHANGE = "channel_change"
 
 

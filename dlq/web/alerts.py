@@ -7,7 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import ADMIN, OPERATOR, VIEWER
-from dlq.alerts import channels, engine
+from dlq.actions.audit import request_id
+from dlq.alerts import channels, engine, mutes
 from dlq.models import AlertAttempt, AlertChannel, AlertRule, AttemptStatus, ChannelKind, Mute
 from dlq.web.access import role_view
 from dlq.web.forms.alerts import AttemptQuery, ChannelForm, MuteForm, RuleForm
@@ -171,7 +172,7 @@ def mute_add(request):
     form = MuteForm(request.POST)
     if not form.is_valid():
         return render(request, "alerts/mute_form.html", {"form": form}, status=400)
-    engine.mute(actor=request.user, **form.cleaned_data)
+    mutes.mute(actor=request.user, request_id=request_id(request), **form.cleaned_data)
     messages.success(request, "Mute added.")
     return redirect("alerts:rules")
 
@@ -179,6 +180,7 @@ def mute_add(request):
 @require_POST
 @role_view(OPERATOR)
 def mute_delete(request, pk):
-    get_object_or_404(Mute, pk=pk).delete()
+    if not mutes.unmute(pk, request.user, request_id(request)):
+        raise Http404("no such mute")
     messages.success(request, "Mute removed.")
     return redirect("alerts:rules")

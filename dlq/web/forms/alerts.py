@@ -2,6 +2,7 @@
 
 from django import forms
 
+from dlq.alerts import mutes
 from dlq.models import AlertRule, ChannelKind, Mute
 
 SECRET_FIELDS = {
@@ -77,6 +78,8 @@ class RuleForm(forms.ModelForm):
 
 
 class MuteForm(forms.ModelForm):
+    reason = forms.CharField(max_length=2000, help_text="kept in the audit trail")
+
     class Meta:
         model = Mute
         fields = ["queue", "group", "until", "reason"]
@@ -87,4 +90,6 @@ class MuteForm(forms.ModelForm):
         data = super().clean()
         if not data.get("queue") and not data.get("group"):
             raise forms.ValidationError("name a queue (or glob), a group, or both")
+        for field, found in mutes.problems(data.get("until"), data.get("reason", "x")).items():
+            self.add_error(field, found)
         return data
