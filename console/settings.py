@@ -1,5 +1,6 @@
 """DLQ Console settings: everything comes from the environment (see README, Configuration)."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -25,6 +26,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # serves the API docs page's scripts from static files, not a CDN
+    "axes",  # sign-in throttling (dlq/web/signin.py)
     "dlq",
 ]
 
@@ -40,6 +42,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes needs
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -95,6 +98,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# Sign-in throttling (django-axes): per user name or per client address, whichever trips first.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("DLQ_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("DLQ_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "dlq.web.signin.locked_out"
+AXES_USERNAME_CALLABLE = "dlq.web.signin.axes_username"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"  # not the admin's "logged out" page
 

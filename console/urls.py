@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from dlq.api.root import api
 from dlq.health import metrics, probes
+from dlq.web import signin
 
 # Anonymous users see no login form but the console's own (throttled, audited): the admin
 # site's sends them there, and back once they are signed in.
@@ -13,7 +14,7 @@ admin.site.login = login_required(admin.site.login)
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", signin.SignIn.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),

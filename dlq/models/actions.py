@@ -74,6 +74,9 @@ class AuditAction(models.TextChoices):
     TOKEN_REVOKE = "token_revoke"
     MUTE_ADD = "mute_add"
     MUTE_REMOVE = "mute_remove"
+    SIGN_IN = "sign_in"
+    SIGN_IN_FAILED = "sign_in_failed"
+    SIGN_IN_LOCKED = "sign_in_locked"
     CHANNEL_CHANGE = "channel_change"
 
 

@@ -1,0 +1,59 @@
+"""Signing in with a local password: throttled per account and per client address by
+django-axes, every attempt audited (who, from where, and whether it worked).
+
+After DLQ_LOGIN_FAILURE_LIMIT failures for one user name, or from one address, further
+attempts are refused for DLQ_LOGIN_LOCKOUT_MINUTES, the right password included, with a 429
+and a page that says so. A success clears that user's and that address's failures.
+"""
+
+from axes.helpers import get_client_ip_address, get_cool_off
+from django.conf import settings
+from django.contrib.auth.views import LoginView
+from django.shortcuts import render
+
+from dlq.actions import audit
+from dlq.models import AuditAction
+
+NAME_LIMIT = 150  # what an audit row keeps of a user name that someone typed
+
+
+class SignIn(LoginView):
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        audit.record(form.get_user(), AuditAction.SIGN_IN, detail=_where(self.request),
+                     request_id=audit.request_id(self.request))  # fmt: skip
+        return response
+
+    def form_invalid(self, form):
+        # One audit row an attempt: a locked-out one is recorded by locked_out instead.
+        if self.request.method == "POST" and not getattr(self.request, "axes_locked_out", False):
+            audit.record(_typed_name(self.request), AuditAction.SIGN_IN_FAILED,
+                         detail=_where(self.request),
+                         request_id=audit.request_id(self.request))  # fmt: skip
+        return super().form_invalid(form)
+
+
+def locked_out(request, original_response=None, credentials=None):
+    """django-axes' answer to a sign-in while locked out (AXES_LOCKOUT_CALLABLE)."""
+    audit.record(_typed_name(request), AuditAction.SIGN_IN_LOCKED, detail=_where(request),
+                 request_id=audit.request_id(request))  # fmt: skip
+    minutes = int(get_cool_off(request).total_seconds() // 60)
+    context = {"minutes": minutes, "limit": settings.AXES_FAILURE_LIMIT}
+    return render(request, "registration/locked.html", context, status=429)
+
+
+def axes_username(request, credentials=None) -> str:
+    """The user name django-axes counts (AXES_USERNAME_CALLABLE): bounded like the audit
+    row's, so a name of a megabyte is one more failure, not a database error."""
+    name = (credentials or {}).get("username") or request.POST.get("username", "")
+    return str(name)[:NAME_LIMIT]
+
+
+def _typed_name(request) -> str:
+    # Untrusted text, escaped wherever it is shown; the audit row must stand on its own.
+    name = request.POST.get("username", "") if request.method == "POST" else ""
+    return name[:NAME_LIMIT] or "(no user name)"
+
+
+def _where(request) -> dict:
+    return {"address": get_client_ip_address(request) or ""}
