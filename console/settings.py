@@ -220,5 +220,7 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("DLQ_LOG_LEVEL", "INFO").upper()},
-    "loggers": {"pika": {"level": "WARNING"}},
+    # Libraries say routine things at INFO (axes: "BEGIN" at every start, each handler run);
+    # their warnings (a failed sign-in, a lockout) still come through.
+    "loggers": {"pika": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
