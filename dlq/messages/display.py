@@ -138,6 +138,20 @@ class FieldRow:
     value: str
 
 
+def readable(text: str) -> str:
+    """Text a page can write: bytes that were not UTF-8 (kept as surrogate escapes, so that
+    they round-trip) are shown as \\xNN instead of breaking the page's encoding."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate no byte made: show its code point
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def shown(typed) -> str:
     """A typed value as the page writes it: scalars plainly, bytes as base64, nested values
     (tables, arrays) as indented typed JSON."""
@@ -151,15 +165,15 @@ def shown(typed) -> str:
         return _json(value)
     if kind == "timestamp" and isinstance(value, int):
         return f"{value} (seconds since 1970)"
-    return str(value)[:PREVIEW_CHARS]
+    return readable(str(value)[:PREVIEW_CHARS])
 
 
 def _json(value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)[:PREVIEW_CHARS]
+    return readable(json.dumps(value, indent=2, ensure_ascii=False)[:PREVIEW_CHARS])
 
 
 def header_rows(headers: dict) -> list[FieldRow]:
-    return [FieldRow(str(name), str(typed.get("type", "?")) if isinstance(typed, dict)
+    return [FieldRow(readable(str(name)), str(typed.get("type", "?")) if isinstance(typed, dict)
                      else "?", shown(typed)) for name, typed in headers.items()]  # fmt: skip
 
 

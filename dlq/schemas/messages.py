@@ -8,7 +8,7 @@ from ninja import Field, Schema
 
 from dlq.messages.deaths import x_death_entries
 from dlq.messages.display import api_text
-from dlq.schemas.values import PROPERTIES_DOC, TypedValue
+from dlq.schemas.values import PROPERTIES_DOC, TypedValue, api_names
 
 
 class MessageOut(Schema):
@@ -80,6 +80,10 @@ class MessageDetail(MessageOut):
     @staticmethod
     def resolve_body_truncated(obj) -> bool:
         return _readable_body(obj)[1]
+
+    @staticmethod
+    def resolve_headers(obj) -> dict:
+        return api_names(obj.headers)
 
     @staticmethod
     def resolve_x_death(obj) -> list[dict]:

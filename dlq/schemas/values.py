@@ -1,6 +1,7 @@
 """Typed AMQP values in the API: header values as typed JSON, message properties, and the
 checks that what an operator sends can go on the wire."""
 
+import base64
 from typing import Annotated, Any
 
 from ninja import Field
@@ -33,7 +34,9 @@ TYPED_VALUE_DOC = """An AMQP field value in typed JSON, so every wire type survi
 - `{"type": "table", "value": {"name": TypedValue, ...}}`
 - `{"type": "void", "value": null}`
 
-Table keys that are not UTF-8 are kept with surrogate escapes."""
+A table key (a header name, or a key of a nested table) that is not UTF-8, or that starts
+with `base64:`, is given as `base64:` followed by the base64 of its bytes, and is read back
+so: every name survives the round trip, and the JSON stays strict (no lone surrogates)."""
 
 
 class TypedValue(RootModel[dict[str, Any]]):
@@ -116,6 +119,85 @@ class PropertiesIn(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
+# A table key (a header name) that is not UTF-8 cannot be a JSON object key that strict
+# parsers accept: the API gives it as this prefix and the base64 of its bytes, and so does
+# a key that happens to start with the prefix, so that every key reads back exactly.
+NAME_PREFIX = "base64:"
+
+
+def api_names(table: dict) -> dict:
+    """A stored typed table (headers), its keys as the API gives them, nested tables too."""
+    return {_api_name(key): _api_value(typed) for key, typed in table.items()}
+
+
+def stored_names(table: dict, path: str = "headers") -> dict:
+    """api_names undone: the typed table as stored; ActionError names a key it cannot read."""
+    stored, errors = {}, {}
+    for key, typed in table.items():
+        try:
+            stored[_stored_name(key)] = _stored_value(typed, f"{path}.{key}")
+        except ValueError as e:
+            errors[f"{path}.{key}"] = [str(e)]
+    if errors:
+        raise ActionError(errors)
+    return stored
+
+
+def _api_name(key: str) -> str:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        if not key.startswith(NAME_PREFIX):
+            return key
+    raw = key.encode("utf-8", "surrogateescape")
+    return NAME_PREFIX + base64.b64encode(raw).decode()
+
+
+def _stored_name(key: str) -> str:
+    if not key.startswith(NAME_PREFIX):
+        return key
+    try:
+        raw = base64.b64decode(key[len(NAME_PREFIX) :], validate=True)
+    except ValueError:
+        raise ValueError(f"a name starting {NAME_PREFIX!r} must be base64 after it") from None
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _api_value(typed):
+    if (
+        isinstance(typed, dict)
+        and isinstance(typed.get("value"), dict)
+        and typed.get("type") == "table"
+    ):
+        return {**typed, "value": api_names(typed["value"])}
+    if (
+        isinstance(typed, dict)
+        and isinstance(typed.get("value"), list)
+        and typed.get("type") == "array"
+    ):
+        return {**typed, "value": [_api_value(item) for item in typed["value"]]}
+    return typed
+
+
+def _stored_value(typed, path: str):
+    if (
+        isinstance(typed, dict)
+        and isinstance(typed.get("value"), dict)
+        and typed.get("type") == "table"
+    ):
+        return {**typed, "value": {_stored_name(k): _stored_value(v, f"{path}.{k}")
+                                   for k, v in typed["value"].items()}}  # fmt: skip
+    if (
+        isinstance(typed, dict)
+        and isinstance(typed.get("value"), list)
+        and typed.get("type") == "array"
+    ):
+        return {**typed, "value": [_stored_value(item, path) for item in typed["value"]]}
+    return typed
+
+
 def _shape_problem(typed, path: str, depth: int = 0) -> str | None:
     """Where a typed header value does not have the typed JSON shape (its `type` a known type
     name, tables and arrays of typed values); the values themselves are the encoder's."""
@@ -139,7 +221,7 @@ def checked_headers(headers: dict[str, TypedValue]) -> dict[str, dict]:
 
     dlq.broker.codec's encoder expects the typed shape (a `type` that is a type name); anything else
     must not reach it (it raised TypeError, a 500, on {"type": {}})."""
-    plain = {key: value.root for key, value in headers.items()}
+    plain = stored_names({key: value.root for key, value in headers.items()})
     errors = {}
     for key, typed in plain.items():
         problem = _shape_problem(typed, f"headers.{key}")

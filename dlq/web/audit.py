@@ -8,13 +8,14 @@ from django.views.decorators.http import require_safe
 from dlq.accounts.roles import VIEWER
 from dlq.actions import audit
 from dlq.messages import queries
+from dlq.messages.display import readable
 from dlq.models.actions import AuditAction
 from dlq.web.access import role_view
 from dlq.web.forms.audit import parse_audit
 
 
 def _pretty(value) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True)
+    return readable(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True))
 
 
 def diff_rows(diff: dict | None) -> list[dict]:
@@ -22,7 +23,7 @@ def diff_rows(diff: dict | None) -> list[dict]:
     rows = []
     for section in ("properties", "headers"):
         for key, change in (diff or {}).get(section, {}).items():
-            rows.append({"field": f"{section}.{key}", "before": _pretty(change.get("before")),
+            rows.append({"field": readable(f"{section}.{key}"), "before": _pretty(change.get("before")),
                          "after": _pretty(change.get("after"))})  # fmt: skip
     return rows
 
