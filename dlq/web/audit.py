@@ -23,7 +23,8 @@ def diff_rows(diff: dict | None) -> list[dict]:
     rows = []
     for section in ("properties", "headers"):
         for key, change in (diff or {}).get(section, {}).items():
-            rows.append({"field": readable(f"{section}.{key}"), "before": _pretty(change.get("before")),
+            rows.append({"field": readable(f"{section}.{key}"),
+                         "before": _pretty(change.get("before")),
                          "after": _pretty(change.get("after"))})  # fmt: skip
     return rows
 
