@@ -168,6 +168,8 @@ DLQ_RETENTION_BATCH = env_int("DLQ_RETENTION_BATCH", 1000, minimum=1, maximum=10
 # /metrics answers a Bearer token, a client address in these networks, or a viewer's session.
 DLQ_METRICS_TOKEN = env_str("DLQ_METRICS_TOKEN", "")
 DLQ_METRICS_ALLOWED_NETS = env_networks("DLQ_METRICS_ALLOWED_NETS", "127.0.0.0/8,::1/128")
+# Internal networks alert webhooks entered in the console may reach (dlq/alerts/destinations.py).
+DLQ_ALERT_ALLOWED_NETS = env_networks("DLQ_ALERT_ALLOWED_NETS", "none")
 # Work queues the topology page checks for a missing dead-letter exchange (globs).
 DLQ_WORK_QUEUES = env_list("DLQ_WORK_QUEUES", "*")
 

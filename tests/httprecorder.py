@@ -5,6 +5,7 @@ It records every request (method, path, headers, body, when) and answers from a 
 empty it answers `recorder.default` (200, like Slack's "ok").
 """
 
+import ipaddress
 import json
 import threading
 import time
@@ -82,7 +83,11 @@ class Recorder:
 
 
 @pytest.fixture
-def recorder():
+def recorder(settings, monkeypatch):
+    """The stand-in listens on loopback, which alert destinations may reach only when the
+    deployment allows it (DLQ_ALERT_ALLOWED_NETS): here, and in the processes tests start."""
+    settings.DLQ_ALERT_ALLOWED_NETS = [ipaddress.ip_network("127.0.0.0/8")]
+    monkeypatch.setenv("DLQ_ALERT_ALLOWED_NETS", "127.0.0.0/8")
     rec = Recorder()
     thread = threading.Thread(target=rec.server.serve_forever, daemon=True)
     thread.start()

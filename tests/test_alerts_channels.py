@@ -69,7 +69,8 @@ def test_it_reports_a_test_alert_that_failed(endpoint):
     with pytest.raises(CommandError) as failure:
         dlq_channel("test", "team")
 
-    assert "rejected" in str(failure.value) and "no_service" in str(failure.value)
+    assert "rejected" in str(failure.value) and "gone" in str(failure.value)
+    assert "no_service" not in str(failure.value)  # what answered is never shown
     assert SLACK_SECRET not in str(failure.value)
     assert "disabled: " in dlq_channel("list")
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from dlq.accounts.roles import ADMIN, require_role
 from dlq.actions import audit
-from dlq.alerts import delivery
+from dlq.alerts import delivery, destinations
 from dlq.models import AlertAttempt, AlertChannel, AuditAction, ChannelKind, TokenBucket
 
 _TOKEN = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{1,200}")
@@ -41,6 +41,11 @@ def _config(kind: str, url: str = "", token: str = "", chat_id: str = "") -> dic
     if kind in (ChannelKind.SLACK, ChannelKind.WEBHOOK):
         if not _URL.fullmatch(url or ""):
             raise ChannelError(f"the {kind} URL must be an http:// or https:// URL")
+        try:
+            destinations.check_url(url)
+        except (destinations.Refused, ValueError) as e:
+            raise ChannelError(str(e) if isinstance(e, destinations.Refused) else
+                               f"the {kind} URL has no valid host") from None  # fmt: skip
         return {"url": url}
     if kind == ChannelKind.TELEGRAM:
         if not _TOKEN.fullmatch(token or ""):

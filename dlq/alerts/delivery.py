@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
-from dlq.alerts import texts
+from dlq.alerts import destinations, texts
 from dlq.alerts.transports import HttpNotifier, TransportError, notifier_for, retry_delay
 from dlq.models import AlertAttempt, AlertChannel, AttemptStatus, TokenBucket
 
@@ -35,7 +35,9 @@ def authorize_channel(channel: AlertChannel, now: datetime) -> bool:
 
 
 def notifier(channel: AlertChannel) -> HttpNotifier:
-    return notifier_for(channel.kind, channel.config, settings.DLQ_TELEGRAM_API_URL)
+    return notifier_for(
+        channel.kind, channel.config, settings.DLQ_TELEGRAM_API_URL, destinations.pinned_address
+    )
 
 
 def _claim(attempt_id: int, now: datetime) -> AlertAttempt | None:

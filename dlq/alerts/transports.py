@@ -28,6 +28,11 @@ VALUE_CHARS = 120  # each untrusted value is cut to this many characters before 
 USER_AGENT = "dlq-console"
 
 
+class Refused(OSError):
+    """A destination the console will not send to (dlq/alerts/destinations.py); the message
+    is the console's own words."""
+
+
 class TransportError(Exception):
     def __init__(self, message, *, permanent=False, retry_after=None, status=None):
         super().__init__(message)
@@ -206,7 +211,47 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a redirect is an answer (an error), never followed with our payload
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+class _Pinned:
+    """Connections that go to the address `pin(host, port)` answers, whatever DNS says
+    then; the Host header and TLS (SNI, certificate) still name the host."""
+
+    def __init__(self, pin):
+        self.pin = pin
+
+    def connection(self, base):
+        pin = self.pin
+
+        def make(host, **kwargs):
+            made = base(host, **kwargs)
+            create = made._create_connection
+
+            def to_pinned(address, *args, **kw):
+                return create((pin(address[0], address[1]), address[1]), *args, **kw)
+
+            made._create_connection = to_pinned
+            return made
+
+        return make
+
+
+def _opener_for(pin):
+    """No proxies from the environment (a proxy would connect wherever it liked), no
+    redirects, and connections pinned when `pin` is given."""
+    if pin is None:
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+    pinned = _Pinned(pin)
+
+    class Http(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(pinned.connection(http.client.HTTPConnection), req)
+
+    class Https(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(
+                pinned.connection(http.client.HTTPSConnection), req, context=self._context
+            )
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect, Http, Https)
 
 
 def parse_retry_after(value) -> float | None:
@@ -228,6 +273,7 @@ class HttpNotifier:
     kind = "http"
     good = frozenset({200})
     secrets: tuple[str, ...] = ()
+    pin = None  # (host, port) -> the checked address to connect to; None: not checked
 
     def send(self, alert: Alert) -> int:
         """Send one alert with one request; the HTTP status, or TransportError."""
@@ -247,22 +293,25 @@ class HttpNotifier:
             headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
         )
         try:
-            with _opener.open(request, timeout=TIMEOUT_S) as answer:
+            with _opener_for(self.pin).open(request, timeout=TIMEOUT_S) as answer:
                 response = Response(answer.status, dict(answer.headers), answer.read(MAX_BODY))
         except HTTPError as e:
             with e:
                 response = Response(e.code, dict(e.headers or {}), e.read(MAX_BODY))
         except (URLError, OSError, http.client.HTTPException, ValueError) as e:
             reason = getattr(e, "reason", None) or e
+            if isinstance(reason, Refused):  # never sent: the destination is internal
+                raise TransportError(str(reason), permanent=True) from None
             raise TransportError(self.scrub(f"connection failed: {reason}")) from None
         if response.status not in self.good:
             raise self.failure(response)
         return response
 
     def failure(self, response: Response) -> TransportError:
-        """The error for a status outside `good`: subclasses decide what is permanent."""
+        """The error for a status outside `good`, in the console's own words: what answered
+        is never shown or logged (it may hold internal data, or echo a token)."""
         return TransportError(
-            self.scrub(f"{self.kind} answered HTTP {response.status}: {response.text()}"),
+            f"{self.kind} answered HTTP {response.status}: {answer_meaning(response.status)}",
             permanent=400 <= response.status < 500 and response.status != 429,
             retry_after=self.retry_after(response),
             status=response.status,
@@ -337,8 +386,11 @@ class TelegramNotifier(HttpNotifier):
         permanent = response.status in (401, 403, 404) or (
             response.status == 400 and any(w in description.lower() for w in self.permanent_words)
         )
+        meaning = answer_meaning(response.status)
+        if permanent and response.status in (400, 403):
+            meaning = "the chat is gone, or the bot was blocked or removed from it"
         return TransportError(
-            self.scrub(f"telegram answered HTTP {response.status}: {description[:200]}"),
+            f"telegram answered HTTP {response.status}: {meaning}",
             permanent=permanent,
             retry_after=retry_after if response.status == 429 else None,
             status=response.status,
@@ -374,11 +426,31 @@ class WebhookNotifier(HttpNotifier):
         return self.post_json(self.url, self.payload(alert)).status
 
 
-def notifier_for(kind: str, config: dict, telegram_api_url: str) -> HttpNotifier:
+def answer_meaning(status: int) -> str:
+    """What an HTTP status means for an alert, in our words."""
+    if status in (401, 403):
+        return "refused: the credentials in the URL or token are not accepted"
+    if status in (404, 410):
+        return "gone: the webhook or chat no longer exists"
+    if status == 429:
+        return "rate limited"
+    if 400 <= status < 500:
+        return "the request was refused"
+    if status >= 500:
+        return "the server failed"
+    return "an unexpected answer"
+
+
+def notifier_for(kind: str, config: dict, telegram_api_url: str, pin=None) -> HttpNotifier:
+    """`pin` checks and pins the destinations admins typed (Slack, webhooks); Telegram's
+    API base is configuration, not typed in the console."""
     if kind == "slack":
-        return SlackNotifier(config["url"])
-    if kind == "telegram":
+        notifier = SlackNotifier(config["url"])
+    elif kind == "telegram":
         return TelegramNotifier(telegram_api_url, config["token"], str(config["chat_id"]))
-    if kind == "webhook":
-        return WebhookNotifier(config["url"])
-    raise ValueError(f"unknown channel kind {kind!r}")
+    elif kind == "webhook":
+        notifier = WebhookNotifier(config["url"])
+    else:
+        raise ValueError(f"unknown channel kind {kind!r}")
+    notifier.pin = pin
+    return notifier

@@ -37,7 +37,7 @@ def channel_add(request, kind):
             messages.success(request, f"Channel {channel.name} added.")
             return redirect("alerts:channels")
     context = {"form": form, "kind": kind, "channel": None}
-    return render(request, "alerts/channel_form.html", context)
+    return render(request, "alerts/channel_form.html", context, status=_form_status(form))
 
 
 @role_view(ADMIN)
@@ -54,7 +54,12 @@ def channel_edit(request, pk):
             messages.success(request, f"Channel {channel.name} saved.")
             return redirect("alerts:channels")
     context = {"form": form, "kind": channel.kind, "channel": channel}
-    return render(request, "alerts/channel_form.html", context)
+    return render(request, "alerts/channel_form.html", context, status=_form_status(form))
+
+
+def _form_status(form) -> int:
+    """A form shown again because its input was refused answers 400, not 200."""
+    return 400 if form.is_bound and form.errors else 200
 
 
 @require_POST
