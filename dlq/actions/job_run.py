@@ -51,7 +51,7 @@ from dlq.actions.job_batch import (
 )
 from dlq.broker import amqp
 from dlq.models import Message, Status
-from dlq.models.actions import ItemState, Job, JobItem, JobStatus
+from dlq.models.actions import ItemState, Job, JobItem, JobStatus, Outcome
 
 log = logging.getLogger("dlq.jobs")
 
@@ -215,4 +215,27 @@ def _publish(job: Job, batch: Batch, publisher) -> dict:
     if not batch.outgoing:
         return {}
     timeout = max(60.0, 2 * len(batch.outgoing) / job.rate_per_s) if job.rate_per_s else 60.0
-    return publisher.publish(batch.outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
+    results = publisher.publish(batch.outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
+    return _isolate(batch, results, publisher)
+
+
+def _isolate(batch: Batch, results: dict, publisher) -> dict:
+    """A message the broker refuses (a property it will not take) closes the channel, and
+    everything in flight with it ends in error. Those are published again one at a time on
+    the reopened channel, so only the refused one fails. One that had reached its queue
+    before the close arrives twice (same dlq-replay-id); none is lost."""
+    closed = [
+        item
+        for item in batch.outgoing
+        if results[item.key][0] == Outcome.ERROR
+        and results[item.key][1].startswith(amqp.CHANNEL_CLOSED)
+    ]
+    if len(closed) < 2:
+        return results  # nothing in flight with it: its own error says it all
+    log.warning("a message closed the channel; publishing the batch's rest one by one",
+                extra={"messages": len(closed)})  # fmt: skip
+    for item in closed:
+        if publisher.broken:
+            break  # the connection, not a message: the job resumes later
+        results.update(publisher.publish([item], timeout=30.0))
+    return results

@@ -77,6 +77,8 @@ def describe(url: str) -> str:
 # --- publishing with confirms -----------------------------------------------------------
 
 REPLAY_ID_HEADER = "dlq-replay-id"
+# The start of the error detail of publishes a channel close cut off (their fate unknown).
+CHANNEL_CLOSED = "channel closed"
 
 
 class Outgoing:
@@ -159,7 +161,7 @@ class ConfirmPublisher:
     def _on_channel_closed(self, _channel, reason):
         # A missing exchange or an oversized frame closes the channel: everything still
         # in flight has an unknown fate; reopen for whatever comes next.
-        self._fail_outstanding(f"channel closed: {reason!r}")
+        self._fail_outstanding(f"{CHANNEL_CLOSED}: {reason!r}")
         self._ready = False
         if self._conn.is_open:
             self._conn.channel(on_open_callback=self._on_channel)
