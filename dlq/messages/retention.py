@@ -8,6 +8,7 @@ kept forever unless DLQ_AUDIT_RETENTION_DAYS is set.
 """
 
 import importlib
+import json
 import logging
 from datetime import timedelta
 
@@ -16,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from dlq.models import AuditEntry, Message, Status
+from dlq.models import AuditAction, AuditEntry, Message, Status
 
 log = logging.getLogger("dlq.retention")
 
@@ -78,8 +79,19 @@ def purge_audit(now=None, days=None, batch=None) -> int:
 
 
 def _purge_audit_batch(cutoff, size: int) -> int:
-    """The append-only trigger is lifted inside this one transaction only: DDL is
-    transactional on PostgreSQL and SQLite, so no other session ever sees it missing."""
+    """On PostgreSQL through dlq_purge_audit (migration 0017): the one path past the
+    append-only trigger, which records the purge itself, and which a deployment can grant to
+    a console role that may not otherwise touch audit rows."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT dlq_purge_audit(%s, %s)", [cutoff, size])
+            return cursor.fetchone()[0]
+    return _purge_audit_batch_sqlite(cutoff, size)
+
+
+def _purge_audit_batch_sqlite(cutoff, size: int) -> int:
+    """The embedded database has no roles: the trigger is lifted inside this one
+    transaction only (DDL is transactional), and the purge is audited like PostgreSQL's."""
     with transaction.atomic():
         ids = list(
             AuditEntry.objects.filter(at__lt=cutoff)
@@ -87,23 +99,14 @@ def _purge_audit_batch(cutoff, size: int) -> int:
             .values_list("id", flat=True)[:size]
         )
         if ids:
-            with _append_only_lifted():
-                AuditEntry.objects.filter(id__in=ids).delete()
-    return len(ids)
-
-
-class _append_only_lifted:
-    def __enter__(self):
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute("ALTER TABLE dlq_auditentry DISABLE TRIGGER dlq_audit_append_only")
-            else:
+            with connection.cursor() as cursor:
                 cursor.execute("DROP TRIGGER dlq_audit_no_delete")
-
-    def __exit__(self, *exc):
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute("ALTER TABLE dlq_auditentry ENABLE TRIGGER dlq_audit_append_only")
-            else:
+                AuditEntry.objects.filter(id__in=ids).delete()
                 audit = importlib.import_module("dlq.migrations.0004_audit_append_only")
                 cursor.execute(audit.SQLITE[1])
+            AuditEntry.objects.create(
+                at=timezone.now(), actor_name="retention", action=AuditAction.AUDIT_PURGE,
+                reason="DLQ_AUDIT_RETENTION_DAYS",
+                detail=json.dumps({"purged": len(ids), "before": cutoff.isoformat()}),
+            )  # fmt: skip
+    return len(ids)

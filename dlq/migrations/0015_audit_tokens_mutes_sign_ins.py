@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='auditentry',
             name='action',
-            field=models.CharField(choices=[('edit', 'Edit'), ('replay', 'Replay'), ('discard', 'Discard'), ('restore', 'Restore'), ('job_create', 'Job Create'), ('job_cancel', 'Job Cancel'), ('token_create', 'Token Create'), ('token_revoke', 'Token Revoke'), ('mute_add', 'Mute Add'), ('mute_remove', 'Mute Remove'), ('sign_in', 'Sign In'), ('sign_in_failed', 'Sign In Failed'), ('sign_in_locked', 'Sign In Locked'), ('channel_change', 'Channel Change')], max_length=32),
+            field=models.CharField(choices=[('edit', 'Edit'), ('replay', 'Replay'), ('discard', 'Discard'), ('restore', 'Restore'), ('job_create', 'Job Create'), ('job_cancel', 'Job Cancel'), ('token_create', 'Token Create'), ('token_revoke', 'Token Revoke'), ('mute_add', 'Mute Add'), ('mute_remove', 'Mute Remove'), ('sign_in', 'Sign In'), ('sign_in_failed', 'Sign In Failed'), ('sign_in_locked', 'Sign In Locked'), ('audit_purge', 'Audit Purge'), ('channel_change', 'Channel Change')], max_length=32),
         ),
     ]

@@ -77,6 +77,7 @@ class AuditAction(models.TextChoices):
     SIGN_IN = "sign_in"
     SIGN_IN_FAILED = "sign_in_failed"
     SIGN_IN_LOCKED = "sign_in_locked"
+    AUDIT_PURGE = "audit_purge"
     CHANNEL_CHANGE = "channel_change"
 
 
