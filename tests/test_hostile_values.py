@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlq.broker import codec
+from dlq.broker import amqp, codec
 from dlq.models import Message
 from tests.factories import client_for, make_message, make_user
 
@@ -47,6 +47,29 @@ values = st.recursive(
     max_leaves=6,
 )
 tables = st.dictionaries(names, values, min_size=1, max_size=4)
+short = st.binary(max_size=255).map(
+    lambda raw: raw.decode() if raw.isascii() else {"base64": codec.typed(raw)["base64"]}
+)
+properties = st.fixed_dictionaries(
+    {},
+    optional={
+        "content_type": short,
+        "content_encoding": short,
+        "message_id": short,
+        "correlation_id": short,
+        "type": short,
+        "app_id": short,
+        "priority": st.integers(0, 255),
+        "delivery_mode": st.integers(0, 255),
+        "timestamp": st.integers(0, 2**64 - 1),
+    },
+)
+
+
+def props_as_drained(props: dict) -> dict:
+    """Properties as the drainer reads them: through the wire and back."""
+    wire = b"".join(amqp.make_properties(props, None).encode())
+    return codec.properties_to_json(amqp.TypedProperties().decode(wire))
 
 
 def as_drained(table: dict) -> dict:
@@ -87,12 +110,14 @@ def strict(content: bytes):
     return check(json.loads(content.decode("utf-8")))
 
 
-@given(table=tables, body=st.binary(max_size=64))
+@given(table=tables, body=st.binary(max_size=64), props=properties)
 @settings(**PROPERTIES)
-def test_hostile_headers_round_trip_through_the_api_exactly(table, body):
+def test_hostile_headers_round_trip_through_the_api_exactly(table, body, props):
     operator = client_for(make_user("operator"), token=True)
     headers = as_drained(table)
-    message = make_message(headers=headers, body=body, content_type="application/json")
+    drained = props_as_drained(props)
+    message = make_message(headers=headers, body=body, **drained)
+    assert Message.objects.get(pk=message.pk).properties == drained
     stored = dict(Message.objects.get(pk=message.pk).headers)
 
     response = operator.get(f"/api/v1/messages/{message.pk}")
@@ -120,10 +145,10 @@ def test_hostile_headers_round_trip_through_the_api_exactly(table, body):
         shown.content.decode("utf-8")
 
 
-@given(table=tables)
+@given(table=tables, props=properties, body=st.binary(max_size=64))
 @settings(**PROPERTIES)
-def test_the_message_page_shows_hostile_headers(table):
-    message = make_message(headers=as_drained(table))
+def test_the_message_page_shows_hostile_headers(table, props, body):
+    message = make_message(headers=as_drained(table), body=body, **props_as_drained(props))
     viewer = client_for(make_user("viewer"))
     page = viewer.get(f"/messages/{message.pk}/")
     assert page.status_code == 200
