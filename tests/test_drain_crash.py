@@ -145,7 +145,8 @@ def test_an_acked_batch_left_pending_by_a_crash_is_settled_from_the_ack_ledger(
     is acked, so gone from the broker, yet still pending, and redelivered twins of its
     messages. Taken for its copies, they would be lost; the dead drainer's ack ledger tells
     the next drainer that the batch was acked."""
-    from dlq.drain import drainer, store
+    from dlq.drain import store
+    from dlq.drain.ledger import LEDGER_ARGUMENTS, LEDGER_PREFIX
     from dlq.messages.ingest import Delivery, build_row
 
     parking = broker.declare(f"{unique}.dlq")
@@ -156,7 +157,7 @@ def test_an_acked_batch_left_pending_by_a_crash_is_settled_from_the_ack_ledger(
     # The dead drainer: received 15, stored the first 10 as one batch and acked it, noted
     # the ack in its ledger, and died before forgetting the batch.
     ledger_token, conn_token = uuid.uuid4().hex, uuid.uuid4().hex[:24]
-    ledger = broker.declare(f"{drainer.LEDGER_PREFIX}{ledger_token}", drainer.LEDGER_ARGUMENTS)
+    ledger = broker.declare(f"{LEDGER_PREFIX}{ledger_token}", LEDGER_ARGUMENTS)
     ch = broker.conn.channel()
     got = [ch.basic_get(parking) for _ in range(15)]
     rows = []

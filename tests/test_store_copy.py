@@ -74,7 +74,7 @@ def test_a_row_the_database_refuses_is_stored_without_derived_fields(in_transact
 def test_a_redelivery_of_a_message_a_0_1_0_drainer_stored_is_recognised():
     """0.1.0 stored json.dumps text and fingerprinted it; its pending batch must still match
     the redeliveries a newer drainer takes after an upgrade, while a twin is still stored."""
-    from dlq.drain.drainer import rows_of
+    from dlq.drain.batch import rows_of
     from dlq.messages.ingest import legacy_dumps, legacy_fingerprint
 
     changed = [d for d in deliveries() if legacy_fingerprint(d) != build_row(d)["fingerprint"]]

@@ -74,6 +74,20 @@ def describe(url: str) -> str:
     return f"{params.host}:{params.port}/{params.virtual_host}"
 
 
+def ack_with_note(channel, last_tag: int, queue: str, note: bytes, properties) -> None:
+    """Ack every delivery up to `last_tag`, then publish `note` to `queue` through the
+    default exchange: on a transactional BlockingChannel (tx_select), so that both take
+    effect together at the caller's next `channel.tx_commit()` (the drainer's ack ledger,
+    dlq/drain/drainer.py: Drainer._acked).
+
+    Both frames go to pika's underlying channel, without waiting: BlockingChannel's own
+    methods would flush the socket after each frame; these go out with the COMMIT.
+    """
+    impl = channel._impl
+    impl.basic_ack(last_tag, multiple=True)
+    impl.basic_publish("", queue, note, properties)
+
+
 # --- publishing with confirms -----------------------------------------------------------
 
 REPLAY_ID_HEADER = "dlq-replay-id"

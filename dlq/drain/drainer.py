@@ -2,104 +2,43 @@
 
 Two threads. The main thread owns the AMQP connection: it runs pika's I/O loop (so
 heartbeats flow however slow the database is), gathers deliveries into batches and sends
-the acks. The writer thread turns a batch into rows and commits it (dlq/drain/store.py), then
-hands the ack back to the main thread through `add_callback_threadsafe`. The broker's
-prefetch window bounds what is held in memory, whatever the queue depth.
+the acks (this module; batches: dlq/drain/batch.py). The writer thread (dlq/drain/writer.py)
+turns a batch into rows and commits it (dlq/drain/store.py), then hands the ack back to the
+main thread through `add_callback_threadsafe`. The broker's prefetch window bounds what is
+held in memory, whatever the queue depth.
 
 Around each ack, two things keep the idempotency scheme of store.py exact: the batch's
 pending record is deleted within microseconds of the ack (store.PreparedForget), so a crash
 almost never leaves an acked batch looking pending; and the ack travels with a note in
-this drainer's ack ledger queue, in one AMQP transaction, so that after a connection the
-broker closed, the drainer knows which acks took effect and which did not (_acked).
+this drainer's ack ledger queue (dlq/drain/ledger.py), in one AMQP transaction, so that
+after a connection the broker closed, the drainer knows which acks took effect and which
+did not (_acked).
 Tests: tests/test_drain_crash.py, test_drain_outage.py, test_drain_queues.py.
 """
 
 import contextlib
-import fnmatch
 import logging
 import os
 import queue as queuelib
-import random
-import re
 import socket
 import threading
 import time
 import uuid
-from collections import deque
-from dataclasses import dataclass, field
 from functools import partial
 
 from django.conf import settings
-from django.db import DatabaseError
-from django.db import connection as db
 
 from dlq import compiled
-from dlq.broker import amqp, mgmt
-from dlq.drain import heartbeat, store
-from dlq.messages.ingest import Delivery, build_row, fallback_row, legacy_fingerprint
+from dlq.broker import amqp
+from dlq.drain.backoff import Backoff
+from dlq.drain.batch import Batch, Gathering
+from dlq.drain.ledger import AckLedger
+from dlq.drain.queues import Discovery, queues_empty
+from dlq.drain.writer import Writer
+from dlq.messages.ingest import Delivery, build_row
 
 log = logging.getLogger("dlq.drain")
-_STOP = object()
-# A database outage is retried at least this often: the broker keeps the messages meanwhile,
-# and a drainer that waited 30 s after the database came back would only let queues grow.
-DB_RETRY_CAP_S = 5.0
-LEDGER_PREFIX = "dlq-drain-acks."
-# A ledger left behind by a crash goes away by itself after this long unused; until then
-# a restarted drainer can settle the dead one's batches with it (_settle_foreign_ledgers).
-LEDGER_EXPIRES_S = 3600
-_TOKEN = re.compile(r"[0-9a-f]{32}")
-LEDGER_ARGUMENTS = {"x-max-length": 1, "x-expires": LEDGER_EXPIRES_S * 1000}
 _PERSISTENT = amqp.make_properties({"delivery_mode": 2}, None)
-
-
-@dataclass(eq=False)  # hashed by identity (Drainer.awaiting)
-class Batch:
-    id: str
-    generation: int
-    drainer: str
-    deliveries: list[Delivery]
-    last_tag: int
-    # Set by the main thread once it has decided: acked (sent to the broker) or not.
-    done: threading.Event = field(default_factory=threading.Event)
-    acked: bool = False
-    forget: store.PreparedForget | None = None
-
-
-class Backoff:
-    """0.5 s doubling to a cap, with jitter so that many drainers do not retry in step."""
-
-    def __init__(self, first: float = 0.5, cap: float = 30.0):
-        self.first, self.cap, self.current = first, cap, first
-
-    def next(self) -> float:
-        wait = self.current * random.uniform(0.8, 1.2)
-        self.current = min(self.current * 2, self.cap)
-        return wait
-
-    def reset(self) -> None:
-        self.current = self.first
-
-
-def is_glob(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")
-
-
-def rows_of(deliveries: list[Delivery]) -> list[dict]:
-    """The rows to store, made as each message arrived where that worked."""
-    rows = []
-    for delivery in deliveries:
-        try:
-            row = delivery.row or build_row(delivery)
-        except Exception as e:  # hostile input must never block the queue
-            log.exception("could not read a message; storing its bytes as they are")
-            row = fallback_row(delivery, e)
-        else:
-            if delivery.redelivered:  # it may be stored already, by a drainer of 0.1.0
-                with contextlib.suppress(Exception):  # its new fingerprint still matches
-                    row["_legacy_fingerprint"] = legacy_fingerprint(delivery)
-        row["_redelivered"] = delivery.redelivered
-        rows.append(row)
-    return rows
 
 
 class Drainer:
@@ -112,50 +51,45 @@ class Drainer:
         prefetch=None,
         flush_ms=None,
     ):
-        self.patterns = patterns or settings.DLQ_QUEUES
         self.once = once
         self.url = broker_url or settings.DLQ_BROKER_URL
         self.vhost = amqp.vhost_of(self.url)
-        self.batch_size = batch_size or settings.DLQ_DRAIN_BATCH
+        self.queues = Discovery(patterns or settings.DLQ_QUEUES, self.vhost)
         self.prefetch = prefetch or settings.DLQ_DRAIN_PREFETCH
         self.flush_s = (flush_ms or settings.DLQ_DRAIN_FLUSH_MS) / 1000
-        self.max_bytes = settings.DLQ_DRAIN_BATCH_BYTES
         self.heartbeat = settings.DLQ_DRAIN_HEARTBEAT
         self.name = f"dlq-drain {socket.gethostname()} pid {os.getpid()}"
-        self.beat = heartbeat.Heartbeat(self.name)  # written by the writer thread only
         self.stopping = threading.Event()
-        self.work: queuelib.Queue = queuelib.Queue()
-        self.acked: deque[str] = deque()  # batch ids acked whose forgetting failed: retried
-        self.finished = False
+        self.work: queuelib.Queue = queuelib.Queue()  # to the writer thread
         self.generation = 0
         self.conn = self.channel = None
         self.consumers: dict[str, str] = {}
         self.unacked: set[str] = set()
-        self.awaiting: set[Batch] = set()  # committed batches whose writer waits for the ack
-        self.in_flight: Batch | None = None  # the writer's: acked last, forget not settled
-        self.forget_conn = store.ForgetConnection()  # the writer's
-        # The ack ledger (see _acked): a queue of this drainer that keeps the id of the last
-        # batch whose ack the broker processed; the batches acked on the current connection;
-        # those acked on a connection that was then lost, until the ledger is read.
-        self.ledger_token = uuid.uuid4().hex
-        self.ledger = f"{LEDGER_PREFIX}{self.ledger_token}"
-        self.foreign_ledgers: list[str] = []  # of drainers that left pending batches behind
+        self.ledger = AckLedger(self.work)  # see _acked
         self.conn_token, self.seq = "", 0
-        # (batch id, drainer) pairs, not batches: the deliveries must not outlive the ack.
-        self.sent_acks: deque[tuple[str, str]] = deque(maxlen=8)
-        self.doubts: list[tuple[str, str]] = []
-        self.lost_at = 0.0
-        self.reported_missing: set[str] = set()
-        self._reset_batch()
-        self.stored = 0
+        self.gathered = Gathering(
+            batch_size or settings.DLQ_DRAIN_BATCH, settings.DLQ_DRAIN_BATCH_BYTES
+        )
+        self.writer = Writer(
+            self.work,
+            self.name,
+            self.vhost,
+            self.ledger.token,
+            generation=lambda: self.generation,
+            queue_count=lambda: len(self.consumers),
+            post_ack=self._post_ack,
+        )
         self.last_activity = time.monotonic()
         self.next_resolve = 0.0
 
-    # --- the main thread ---------------------------------------------------------------
+    @property
+    def stored(self) -> int:
+        """Messages stored so far (counted by the writer thread)."""
+        return self.writer.stored
 
     def run(self) -> int:
         """Drain until stopped (or, with once, until the queues are empty); the exit code."""
-        writer = threading.Thread(target=self._write_loop, name="dlq-writer", daemon=True)
+        writer = threading.Thread(target=self.writer.loop, name="dlq-writer", daemon=True)
         writer.start()
         found = threading.Event()
         self.work.put(("ledgers", found))
@@ -181,9 +115,7 @@ class Drainer:
                     self.stopping.wait(wait)
             return self._shutdown()
         finally:
-            self.finished = True
-            self._wake_writer()
-            self.work.put(_STOP)
+            self.writer.finish()
             writer.join(timeout=5)
 
     def stop(self, *_signal_args) -> None:
@@ -200,83 +132,28 @@ class Drainer:
         # Batch ids are this connection's token and a sequence number: in ack order, so
         # that one id read from a ledger settles every batch of that connection up to it.
         self.conn_token, self.seq = uuid.uuid4().hex[:24], 0
-        self.drainer_id = f"{self.name} {self.ledger_token} {self.conn_token}"
+        self.drainer_id = f"{self.name} {self.ledger.token} {self.conn_token}"
         self.consumers = {}
-        self._reset_batch()
+        self.gathered.reset()
         log.info(
             "connected",
             extra={
                 "broker": amqp.describe(self.url),
-                "ledger": self.ledger,
+                "ledger": self.ledger.name,
                 "compiled": compiled.describe(),  # the hot path's speed (setup.py)
             },
         )
-        self.channel.queue_declare(self.ledger, durable=True, arguments=LEDGER_ARGUMENTS)
-        self._settle_doubts()  # before consuming: restored before any redelivery is stored
+        self.ledger.declare(self.channel)
+        # Before consuming: restored before any redelivery is stored.
+        self.ledger.settle_doubts(self.conn)
         self._settle_foreign_ledgers()
         self._resolve()
         self.last_activity = time.monotonic()  # quiet time counts from here, not from start-up
 
-    def _settle_doubts(self) -> None:
-        """After a lost connection: which of its acks took effect? (see _acked)"""
-        if not self.doubts:
-            return
-        if time.monotonic() - self.lost_at > LEDGER_EXPIRES_S - 60:
-            log.warning(
-                "away too long to read the ack ledger; if the broker dropped acks with the"
-                " connection, those batches are stored twice",
-                extra={"batches": ",".join(pk for pk, _ in self.doubts)},
-            )
-            self.doubts = []
-            return
-        last = self._read_ledger(self.ledger)
-        ids = [pk for pk, _ in self.doubts]
-        # The ledger names the last batch whose transaction the broker committed: its ack
-        # and every earlier one took effect, every later one did not. A ledger naming none
-        # of them (empty, or an earlier batch): none of these acks took effect.
-        counted = ids.index(last) + 1 if last in ids else 0
-        dropped = self.doubts[counted:]
-        self.doubts = []
-        if counted:
-            # A commit whose answer the connection took with it left its batch pending.
-            self.work.put(("forget_upto", last))
-        if dropped:
-            log.warning(
-                "the broker dropped acks with the connection; their batches are pending again",
-                extra={"batches": ",".join(pk for pk, _ in dropped)},
-            )
-            self.work.put(("restore", dropped))
-
-    def _read_ledger(self, name: str) -> str | None:
-        """The batch id in a ledger, left there for others (None: empty or gone).
-
-        On a channel of its own: the drainer's channel is transactional, and a nack there
-        would wait for the next commit."""
-        probe = self.conn.channel()
-        try:
-            method, _, body = probe.basic_get(name, auto_ack=False)
-        except amqp.ChannelErrors:
-            return None  # expired or deleted: nothing to learn there
-        if method:
-            probe.basic_nack(method.delivery_tag, requeue=True)
-        if probe.is_open:
-            probe.close()
-        return body.decode(errors="replace") if method else None
-
     def _settle_foreign_ledgers(self) -> None:
-        """At start-up: the pending batches that drainers which died left behind.
-
-        A crash in the microseconds between an ack and the COMMIT of its batch's forgetting
-        (store.PreparedForget) leaves an acked batch pending, and twins of its messages
-        among the redeliveries would be taken for copies of it. The dead drainer's ledger
-        names its last ack that counted: every batch of that connection up to it is
-        forgotten, before this drainer stores anything.
-        """
-        for name in self.foreign_ledgers:
-            last = self._read_ledger(name)
-            if last is not None:
-                self.work.put(("forget_upto", last))
-        self.foreign_ledgers = []
+        """The ledgers of dead drainers that the writer found at start-up (settle_foreign)."""
+        self.ledger.settle_foreign(self.conn, self.writer.foreign_ledgers)
+        self.writer.foreign_ledgers = []
 
     def _consume(self) -> bool:
         """Pump the I/O loop; True once a --once drain has found the queues empty."""
@@ -284,12 +161,12 @@ class Drainer:
         while not self.stopping.is_set():
             self.conn.process_data_events(time_limit=tick)
             now = time.monotonic()
-            if self.batch and now - self.batch_started >= self.flush_s and self._writer_free():
+            if self.gathered.due(now, self.flush_s) and self._writer_free():
                 self._flush()
             if now >= self.next_resolve:
                 self._resolve()
             if self.once and self._idle(now):
-                if self._queues_empty():
+                if queues_empty(self.conn, list(self.consumers)):
                     log.info("queues drained", extra={"stored": self.stored})
                     return True
                 self.last_activity = now  # quiet, yet messages wait: the broker is slow
@@ -302,73 +179,25 @@ class Drainer:
 
     def _idle(self, now: float) -> bool:
         quiet = now - self.last_activity >= max(0.5, 4 * self.flush_s)
-        return quiet and not self.batch and not self.unacked and not self.work.unfinished_tasks
-
-    def _queues_empty(self) -> bool:
-        """For --once: a quiet spell alone does not prove the queues empty (a loaded broker
-        can pause longer than the quiet time); ask the broker for their ready counts."""
-        probe = None
-        for name in list(self.consumers):
-            if probe is None or not probe.is_open:
-                probe = self.conn.channel()
-            try:
-                if probe.queue_declare(name, passive=True).method.message_count:
-                    probe.close()
-                    return False
-            except amqp.ChannelErrors:
-                continue  # deleted meanwhile: nothing left to drain there
-        if probe is not None and probe.is_open:
-            probe.close()
-        return True
+        busy = self.gathered.deliveries or self.unacked or self.work.unfinished_tasks
+        return quiet and not busy
 
     def _resolve(self) -> None:
         self.next_resolve = time.monotonic() + settings.DLQ_RESOLVE_SECONDS
-        try:
-            listed = mgmt.list_queues(self.vhost)
-        except mgmt.ManagementError as e:
-            log.warning("queue discovery failed, keeping current queues", extra={"error": str(e)})
-            listed = self._probe_literals()
-        listed = [
-            q for q in listed if not q.get("exclusive") and not q["name"].startswith(LEDGER_PREFIX)
-        ]
+        listed = self.queues.listed(self.conn)
         # Declaring the ledger again keeps it from expiring while this drainer is connected.
-        self.channel.queue_declare(self.ledger, durable=True, arguments=LEDGER_ARGUMENTS)
-        names = {q["name"] for q in listed}
-        for pattern in self.patterns:
-            if (
-                not is_glob(pattern)
-                and pattern not in names
-                and pattern not in self.reported_missing
-            ):
-                log.warning("queue does not exist (yet)", extra={"queue": pattern})
-                self.reported_missing.add(pattern)
-        matched = [
-            q for q in listed if any(fnmatch.fnmatchcase(q["name"], p) for p in self.patterns)
-        ]
+        self.ledger.declare(self.channel)
+        matched = self.queues.matching(listed)
         new = [q for q in matched if q["name"] not in self.consumers]
         for queue in new:
             self._subscribe(queue["name"], queue.get("type") == "quorum")
-            self.reported_missing.discard(queue["name"])
+            self.queues.subscribed(queue["name"])
         if new:
             self.work.put(("note", matched))
             log.info(
                 f"draining {len(self.consumers)} queues",
                 extra={"queues": ",".join(sorted(self.consumers)), "added": len(new)},
             )
-
-    def _probe_literals(self) -> list[dict]:
-        """Without the management API, literal queue names are checked one by one."""
-        found = []
-        for name in (p for p in self.patterns if not is_glob(p)):
-            probe = self.conn.channel()
-            try:
-                probe.queue_declare(name, passive=True)
-                found.append({"name": name})
-            except amqp.ChannelErrors:
-                continue  # the broker closed the probe channel: no such queue
-            if probe.is_open:
-                probe.close()
-        return found
 
     def _subscribe(self, name: str, quorum: bool) -> None:
         callback = partial(self._on_message, name, quorum)
@@ -390,8 +219,6 @@ class Drainer:
             # when the connection closes, after this drainer's batches are acked and forgotten.
             return
         now = self.last_activity = time.monotonic()
-        if not self.batch:
-            self.batch_started = now
         delivery = Delivery(
             queue, self.vhost, method.exchange, method.routing_key, method.redelivered, props,
             body, quorum,
@@ -402,24 +229,13 @@ class Drainer:
             delivery.row = build_row(delivery)
         except Exception:  # hostile input: the writer tries again, and says why (rows_of)
             pass
-        batch = self.batch
-        batch.append(delivery)
-        self.batch_bytes += len(body)
-        self.last_tag = method.delivery_tag
-        if len(batch) >= self.batch_size or self.batch_bytes >= self.max_bytes:
+        if self.gathered.add(delivery, method.delivery_tag, now):
             self._flush()
-
-    def _reset_batch(self) -> None:
-        self.batch: list[Delivery] = []
-        self.batch_bytes = 0
-        self.batch_started = 0.0
-        self.last_tag = 0
 
     def _flush(self) -> None:
         self.seq += 1
         batch_id = f"{self.conn_token}{self.seq:08x}"
-        batch = Batch(batch_id, self.generation, self.drainer_id, self.batch, self.last_tag)
-        self._reset_batch()
+        batch = self.gathered.take(batch_id, self.generation, self.drainer_id)
         self.unacked.add(batch.id)
         self.work.put(batch)
 
@@ -448,11 +264,11 @@ class Drainer:
             # the connection, and a batch whose ack counted was made pending again
             # (tests/test_drain_outage.py lost twins so).
             # After a lost connection, the id left in the ledger names the last ack that
-            # took effect (_settle_doubts).
-            impl = self.channel._impl
-            impl.basic_ack(batch.last_tag, multiple=True)
-            impl.basic_publish("", self.ledger, batch.id.encode(), _PERSISTENT)
-            self.sent_acks.append((batch.id, batch.drainer))  # in doubt from the commit on
+            # took effect (AckLedger.settle_doubts).
+            amqp.ack_with_note(
+                self.channel, batch.last_tag, self.ledger.name, batch.id.encode(), _PERSISTENT
+            )
+            self.ledger.sent.append((batch.id, batch.drainer))  # in doubt from the commit on
             self.channel.tx_commit()  # about a millisecond: the ledger note is persistent
             if batch.forget is not None:
                 batch.forget.send_commit()  # now, from this thread: see store.PreparedForget
@@ -460,20 +276,22 @@ class Drainer:
         finally:
             batch.done.set()  # the writer forgets the batch now (if acked), not a batch later
 
-    def _wake_writer(self) -> None:
-        for batch in list(self.awaiting):
-            batch.done.set()  # not acked: the writer rolls its forget back
+    def _post_ack(self, batch: Batch) -> bool:
+        """From the writer thread: have the main thread ack a committed batch (_acked)."""
+        # A closed connection refuses the callback: the batch is redelivered and recognised.
+        try:
+            self.conn.add_callback_threadsafe(partial(self._acked, batch))
+        except amqp.AllErrors:
+            return False
+        return True
 
     def _lost(self, error: Exception) -> None:
         """The connection or channel failed: what is unacked will be redelivered."""
         self.generation += 1  # the writer drops batches of the old channel it has not begun
-        self._wake_writer()
-        if self.sent_acks:
-            self.doubts = list(self.sent_acks)  # settled against the ledger once reconnected
-            self.sent_acks.clear()
-            self.lost_at = time.monotonic()
+        self.writer.wake()
+        self.ledger.lost()
         self.unacked.clear()
-        self._reset_batch()
+        self.gathered.reset()
         self.consumers = {}
         if self.conn and self.conn.is_open:
             with contextlib.suppress(amqp.AllErrors):
@@ -491,35 +309,35 @@ class Drainer:
         """
         self.stopping.set()
         if not (self.conn and self.conn.is_open):
-            if self.doubts:
+            if self.ledger.doubts:
                 log.warning(
                     "stopped before reading the ack ledger; if the broker dropped acks with"
                     " the connection, those batches are stored twice",
-                    extra={"batches": ",".join(pk for pk, _ in self.doubts)},
+                    extra={"batches": ",".join(pk for pk, _ in self.ledger.doubts)},
                 )
             return 0
         try:
-            if self.batch:
+            if self.gathered.deliveries:
                 self._flush()
             deadline = time.monotonic() + 60
             # Until the writer has settled the last forget too: with the ledger deleted and
             # the connection closed, a batch left pending could no longer be settled.
             while (
-                self.unacked or self.work.unfinished_tasks or self.in_flight is not None
+                self.unacked or self.work.unfinished_tasks or self.writer.in_flight is not None
             ) and time.monotonic() < deadline:
                 self.conn.process_data_events(time_limit=0.05)
-            self.channel.queue_delete(self.ledger)  # a clean close settles every ack
+            self.channel.queue_delete(self.ledger.name)  # a clean close settles every ack
             self.conn.close()
         except amqp.AllErrors as e:
             self.generation += 1  # the writer must not wait for acks that cannot come
-            self._wake_writer()
+            self.writer.wake()
             # No ledger to read any more: if the broker dropped the last acks, those batches
             # are stored twice.
             log.warning(
                 "connection lost while stopping",
                 extra={
                     "error": repr(e),
-                    "last_acked": ",".join(pk for pk, _ in list(self.sent_acks)[-2:]),
+                    "last_acked": ",".join(pk for pk, _ in list(self.ledger.sent)[-2:]),
                 },
             )
             return 0 if not self.unacked else 1
@@ -531,213 +349,3 @@ class Drainer:
             return 1
         log.info("stopped", extra={"stored": self.stored})
         return 0
-
-    # --- the writer thread -------------------------------------------------------------
-
-    def _write_loop(self) -> None:
-        try:
-            while True:
-                try:
-                    item = self.work.get(timeout=0.2)
-                except queuelib.Empty:
-                    try:
-                        self._settle_in_flight()
-                        self._forget_acked()
-                    except Exception:  # a dead writer would stall the drainer with no sign
-                        log.exception("the writer failed while idle; it goes on")
-                    self.beat.tick(len(self.consumers))
-                    continue
-                try:
-                    if not isinstance(item, Batch):
-                        # Before anything else touches pending batches: the last batch's
-                        # forget holds its row locked until its ack is decided.
-                        self._settle_in_flight()
-                    if item is _STOP:
-                        self._forget_acked()
-                        return
-                    if isinstance(item, tuple) and item[0] == "note":
-                        self._note_queues(item[1])
-                    elif isinstance(item, tuple) and item[0] == "restore":
-                        self._restore(item[1])
-                    elif isinstance(item, tuple) and item[0] == "ledgers":
-                        self._find_foreign_ledgers(item[1])
-                    elif isinstance(item, tuple) and item[0] == "forget_upto":
-                        self._forget_upto(item[1])
-                    elif item.generation == self.generation:
-                        self._store(item)
-                except Exception:  # a dead writer would stall the drainer with no sign
-                    log.exception("the writer failed on an item; the broker keeps its messages")
-                finally:
-                    self.work.task_done()
-        finally:
-            self.beat.stopped()
-            self.forget_conn.close()
-            db.close()
-
-    def _store(self, batch: Batch) -> None:
-        rows = rows_of(batch.deliveries)
-        backoff = Backoff(cap=DB_RETRY_CAP_S)
-        while True:
-            if batch.generation != self.generation:
-                # The channel is gone (maybe while we slept): the broker redelivers these,
-                # perhaps to another drainer already; storing them now could make copies.
-                return
-            forget = self._take_acked()
-            started = time.monotonic()
-            try:
-                new = store.store_batch(batch.id, batch.drainer, rows, forget)
-                break
-            except Exception as e:
-                self.acked.extend(forget)
-                db.close()
-                wait = backoff.next()
-                if isinstance(e, DatabaseError):
-                    log.warning(
-                        "backing off because the database is unavailable",
-                        extra={"error": str(e).strip(), "retry_in_s": round(wait, 1)},
-                    )
-                else:
-                    log.exception("could not store a batch", extra={"retry_in_s": round(wait, 1)})
-                time.sleep(wait)
-        self.stored += new
-        log.info(
-            "batch stored",
-            extra={
-                "batch": batch.id,
-                "messages": len(rows),
-                "new": new,
-                "ms": round((time.monotonic() - started) * 1000, 1),
-            },
-        )
-        self._ack_and_forget(batch)
-        self.beat.batch_stored(rows, new, time.monotonic() - started, len(self.consumers))
-
-    def _ack_and_forget(self, batch: Batch) -> None:
-        """Have the main thread ack the batch, and forget the batch as the ack goes out.
-
-        A pending batch that is already acked makes redelivered twins of its messages look
-        like copies (store.py), so the gap between the ack and the forget must be as small
-        as possible: the forget is prepared now and committed by the main thread right
-        after the ack (store.PreparedForget). It used to ride on the next batch's
-        transaction, so nearly every crash left an acked batch pending behind it.
-
-        The writer does not wait for the ack: it stores the next batch meanwhile, and
-        settles this one's forget before preparing the next (_settle_in_flight).
-        """
-        try:
-            self._settle_in_flight()
-        except Exception:  # this batch's ack must go out whatever went wrong with the last
-            log.exception("could not settle the last batch's forget; it stays pending")
-        try:
-            batch.forget = store.PreparedForget.start([batch.id], self.forget_conn)
-        except DatabaseError as e:
-            log.warning("could not prepare forgetting a batch", extra={"error": str(e).strip()})
-        self.awaiting.add(batch)
-        self.in_flight = batch
-        if not self._post(partial(self._acked, batch)):
-            batch.done.set()  # no ack can come: the forget is rolled back
-
-    def _settle_in_flight(self) -> None:
-        """The batch whose ack went out last: wait for the main thread's decision, then read
-        the outcome of its forget (or forget it now, if that could not be prepared)."""
-        batch = self.in_flight
-        if batch is None:
-            return
-        try:
-            # Blocked without polling: a waking writer would contend for the GIL just when
-            # the main thread must send the ack and the COMMIT back to back. _wake_writer
-            # ends the wait when the connection is gone.
-            while not batch.done.wait(1.0):
-                if batch.generation != self.generation or self.finished:
-                    break  # no ack can come any more; the main thread has moved on
-            self.awaiting.discard(batch)
-            forgotten = False
-            if batch.forget is not None:
-                try:
-                    forgotten = batch.forget.finish()
-                except DatabaseError as e:
-                    log.warning("forgetting a batch failed", extra={"error": str(e).strip()})
-            if batch.acked and not forgotten:
-                self._forget([batch.id])  # SQLite, or the prepared forget failed: now or later
-        finally:
-            self.in_flight = None  # _shutdown waits for this before it closes the connection
-
-    def _post(self, callback) -> bool:
-        # A closed connection refuses the callback: the batch is redelivered and recognised.
-        try:
-            self.conn.add_callback_threadsafe(callback)
-        except amqp.AllErrors:
-            return False
-        return True
-
-    def _take_acked(self) -> list[str]:
-        taken = []
-        while self.acked:
-            taken.append(self.acked.popleft())
-        return taken
-
-    def _forget_acked(self) -> None:
-        if self.acked:
-            self._forget([])
-
-    def _forget(self, batch_ids: list[str]) -> None:
-        forget = [*self._take_acked(), *batch_ids]
-        try:
-            store.forget_batches(forget)
-        except DatabaseError as e:
-            self.acked.extend(forget)  # retried with the next batch, or when idle
-            db.close()
-            log.warning("could not forget acked batches", extra={"error": str(e).strip()})
-
-    def _restore(self, batches: list[tuple[str, str]]) -> None:
-        """Make batches pending again whose acks the broker dropped: it redelivers them."""
-        ids = {pk for pk, _ in batches}
-        self.acked.extend(i for i in self._take_acked() if i not in ids)  # no late forget
-        backoff = Backoff(cap=DB_RETRY_CAP_S)
-        while True:
-            try:
-                store.restore_pending(batches)
-                return
-            except DatabaseError as e:
-                db.close()
-                if self.finished:
-                    log.error("could not make batches pending again", extra={"error": str(e)})
-                    return
-                wait = backoff.next()
-                log.warning(
-                    "backing off because the database is unavailable",
-                    extra={"error": str(e).strip(), "retry_in_s": round(wait, 1)},
-                )
-                time.sleep(wait)
-
-    def _find_foreign_ledgers(self, found: threading.Event) -> None:
-        try:
-            drainers = store.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
-        except DatabaseError as e:
-            db.close()
-            log.warning("could not look for pending batches", extra={"error": str(e).strip()})
-            drainers = []
-        finally:
-            found.set()
-        tokens = {part for d in drainers for part in d.split() if _TOKEN.fullmatch(part)}
-        self.foreign_ledgers = [f"{LEDGER_PREFIX}{t}" for t in sorted(tokens - {self.ledger_token})]
-
-    def _forget_upto(self, last_acked: str) -> None:
-        try:
-            n = store.forget_acked_upto(last_acked)
-        except DatabaseError as e:
-            db.close()
-            log.warning("could not settle a stopped drainer's batches", extra={"error": str(e)})
-            return
-        if n:
-            log.warning(
-                "forgot batches that a stopped drainer had acked (its ack ledger says so)",
-                extra={"batches": n, "up_to": last_acked},
-            )
-
-    def _note_queues(self, queues: list[dict]) -> None:
-        try:
-            store.note_queues(self.vhost, queues)
-        except DatabaseError as e:
-            db.close()
-            log.warning("could not record drained queues", extra={"error": str(e).strip()})

@@ -1,7 +1,7 @@
 """The drainer's heartbeat: a row per drainer process saying it is alive and what it does.
 
 The drainer's writer thread calls `batch_stored` after each committed batch and `tick`
-when idle (dlq/drain/drainer.py). Rows are written at most every WRITE_EVERY_S, so the heartbeat
+when idle (dlq/drain/writer.py). Rows are written at most every WRITE_EVERY_S, so the heartbeat
 costs the drain almost nothing, and a failed write never touches the drain: the counts
 stay in memory for the next try. The overview shows the rows (`overview_context`, the
 fragment templates/_drainers.html); a drainer whose row goes stale without a clean stop

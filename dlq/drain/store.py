@@ -8,7 +8,7 @@ twin. The drainer therefore records *which batches it has committed but not yet 
    made by the drainer, so a commit whose outcome was lost can be checked before a retry).
 2. After the commit the drainer acks the batch; only then is the `PendingBatch` forgotten,
    within microseconds of the ack (`PreparedForget`). If the broker closes the connection
-   and drops the ack unprocessed, the drainer learns it from its ack ledger (dlq/drain/drainer.py:
+   and drops the ack unprocessed, the drainer learns it from its ack ledger (dlq/drain/ledger.py:
    the ack and a note naming its batch are committed in one AMQP transaction)
    and makes the batch pending again (`restore_pending`).
 3. A delivery with `redelivered=False` was never delivered before, so it is new: insert.

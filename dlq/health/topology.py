@@ -20,7 +20,7 @@ from dlq.broker import amqp, mgmt
 
 NEAR_FULL = 0.8
 DEFAULT_DELIVERY_LIMIT_V4 = 20
-LEDGER_PREFIX = "dlq-drain-acks."  # the drainers' own bookkeeping queues (drain.py)
+LEDGER_PREFIX = "dlq-drain-acks."  # the drainers' own bookkeeping queues (dlq/drain/ledger.py)
 
 
 @dataclass
