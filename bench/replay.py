@@ -79,7 +79,7 @@ def seed(n: int, size: int, park: str, work: str) -> None:
     from datetime import UTC, datetime
 
     from dlq.broker import amqp, codec
-    from dlq.drain import store
+    from dlq.drain import pending, store
     from dlq.messages.ingest import Delivery, build_row
     from tests.factories import death_headers
 
@@ -104,7 +104,7 @@ def seed(n: int, size: int, park: str, work: str) -> None:
             rows.append(build_row(delivery, now))
         batch = uuid.uuid4().hex
         store.store_batch(batch, "bench", rows)
-        store.forget_batches([batch])
+        pending.forget_batches([batch])
         print(f"  stored {min(first + SEED_CHUNK, n):,}", end="\r", flush=True)
     print(f"  stored {n:,} parked messages in {time.perf_counter() - started:.1f} s", flush=True)
 

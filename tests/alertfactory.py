@@ -7,7 +7,7 @@ import pytest
 
 from dlq.alerts import engine
 from dlq.broker import amqp
-from dlq.drain import store
+from dlq.drain import pending, store
 from dlq.messages.ingest import Delivery, build_row
 from dlq.models import AlertChannel
 
@@ -51,7 +51,7 @@ def arrive(queue: str, count: int = 1, *, exception: str = "ValueError", died_in
         batch_id = uuid.uuid4().hex
         store.store_batch(batch_id, "tests", rows[first : first + batch])
         batch_ids.append(batch_id)
-    store.forget_batches(batch_ids)
+    pending.forget_batches(batch_ids)
     return [row["id"] for row in _ids(batch_ids)]
 
 

@@ -8,7 +8,7 @@ from django.test import Client
 
 from dlq.accounts.tokens import create_token
 from dlq.broker import amqp, codec
-from dlq.drain import store
+from dlq.drain import pending, store
 from dlq.messages.ingest import Delivery, build_row
 from dlq.models import Message
 
@@ -67,7 +67,7 @@ def make_messages(
     delivery = Delivery(queue, vhost, dlx, delivered_key or routing_key, False, props, body)
     batch = uuid.uuid4().hex
     store.store_batch(batch, "tests", [build_row(delivery, at) for _ in range(count)])
-    store.forget_batches([batch])
+    pending.forget_batches([batch])
     return list(Message.objects.filter(drain_batch=batch).order_by("id"))
 
 

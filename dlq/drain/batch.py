@@ -7,7 +7,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from dlq.drain import store
+from dlq.drain import pending
 from dlq.messages.ingest import Delivery, build_row, fallback_row, legacy_fingerprint
 
 log = logging.getLogger("dlq.drain")
@@ -23,7 +23,7 @@ class Batch:
     # Set by the main thread once it has decided: acked (sent to the broker) or not.
     done: threading.Event = field(default_factory=threading.Event)
     acked: bool = False
-    forget: store.PreparedForget | None = None
+    forget: pending.PreparedForget | None = None
 
 
 class Gathering:

@@ -8,7 +8,7 @@ main thread through `add_callback_threadsafe`. The broker's prefetch window boun
 held in memory, whatever the queue depth.
 
 Around each ack, two things keep the idempotency scheme of store.py exact: the batch's
-pending record is deleted within microseconds of the ack (store.PreparedForget), so a crash
+pending record is deleted within microseconds of the ack (pending.PreparedForget), so a crash
 almost never leaves an acked batch looking pending; and the ack travels with a note in
 this drainer's ack ledger queue (dlq/drain/ledger.py), in one AMQP transaction, so that
 after a connection the broker closed, the drainer knows which acks took effect and which
@@ -271,7 +271,7 @@ class Drainer:
             self.ledger.sent.append((batch.id, batch.drainer))  # in doubt from the commit on
             self.channel.tx_commit()  # about a millisecond: the ledger note is persistent
             if batch.forget is not None:
-                batch.forget.send_commit()  # now, from this thread: see store.PreparedForget
+                batch.forget.send_commit()  # now, from this thread: see pending.PreparedForget
             batch.acked = True
         finally:
             batch.done.set()  # the writer forgets the batch now (if acked), not a batch later

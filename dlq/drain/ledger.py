@@ -84,7 +84,7 @@ class AckLedger:
         """At start-up: the pending batches that drainers which died left behind.
 
         A crash in the microseconds between an ack and the COMMIT of its batch's forgetting
-        (store.PreparedForget) leaves an acked batch pending, and twins of its messages
+        (pending.PreparedForget) leaves an acked batch pending, and twins of its messages
         among the redeliveries would be taken for copies of it. The dead drainer's ledger
         names its last ack that counted: every batch of that connection up to it is
         forgotten, before this drainer stores anything.

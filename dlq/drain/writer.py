@@ -13,7 +13,7 @@ from collections.abc import Callable
 from django.db import DatabaseError
 from django.db import connection as db
 
-from dlq.drain import heartbeat, store
+from dlq.drain import heartbeat, pending, store
 from dlq.drain.backoff import Backoff
 from dlq.drain.batch import Batch, rows_of
 from dlq.drain.ledger import LEDGER_EXPIRES_S, foreign_ledgers
@@ -52,7 +52,7 @@ class Writer:
         self.finished = False  # set by the main thread, once it has stopped (finish)
         self.awaiting: set[Batch] = set()  # committed batches whose writer waits for the ack
         self.in_flight: Batch | None = None  # acked last, forget not settled
-        self.forget_conn = store.ForgetConnection()
+        self.forget_conn = pending.ForgetConnection()
         self.foreign_ledgers: list[str] = []  # of drainers that left pending batches behind
         self.stored = 0
 
@@ -154,7 +154,7 @@ class Writer:
         A pending batch that is already acked makes redelivered twins of its messages look
         like copies (store.py), so the gap between the ack and the forget must be as small
         as possible: the forget is prepared now and committed by the main thread right
-        after the ack (store.PreparedForget). It used to ride on the next batch's
+        after the ack (pending.PreparedForget). It used to ride on the next batch's
         transaction, so nearly every crash left an acked batch pending behind it.
 
         The writer does not wait for the ack: it stores the next batch meanwhile, and
@@ -165,7 +165,7 @@ class Writer:
         except Exception:  # this batch's ack must go out whatever went wrong with the last
             log.exception("could not settle the last batch's forget; it stays pending")
         try:
-            batch.forget = store.PreparedForget.start([batch.id], self.forget_conn)
+            batch.forget = pending.PreparedForget.start([batch.id], self.forget_conn)
         except DatabaseError as e:
             log.warning("could not prepare forgetting a batch", extra={"error": str(e).strip()})
         self.awaiting.add(batch)
@@ -212,7 +212,7 @@ class Writer:
     def _forget(self, batch_ids: list[str]) -> None:
         forget = [*self._take_acked(), *batch_ids]
         try:
-            store.forget_batches(forget)
+            pending.forget_batches(forget)
         except DatabaseError as e:
             self.acked.extend(forget)  # retried with the next batch, or when idle
             db.close()
@@ -225,7 +225,7 @@ class Writer:
         backoff = Backoff(cap=DB_RETRY_CAP_S)
         while True:
             try:
-                store.restore_pending(batches)
+                pending.restore_pending(batches)
                 return
             except DatabaseError as e:
                 db.close()
@@ -241,7 +241,7 @@ class Writer:
 
     def _find_foreign_ledgers(self, found: threading.Event) -> None:
         try:
-            drainers = store.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
+            drainers = pending.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
         except DatabaseError as e:
             db.close()
             log.warning("could not look for pending batches", extra={"error": str(e).strip()})
@@ -252,7 +252,7 @@ class Writer:
 
     def _forget_upto(self, last_acked: str) -> None:
         try:
-            n = store.forget_acked_upto(last_acked)
+            n = pending.forget_acked_upto(last_acked)
         except DatabaseError as e:
             db.close()
             log.warning("could not settle a stopped drainer's batches", extra={"error": str(e)})
