@@ -8,13 +8,12 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 from django.db import connection
 
 from dlq.tasks import jobs as job_tasks
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
           "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pika
 
 from dlq.broker import amqp
+from tests import ROOT
 from tests.conftest import BROKER_URL
 
-ROOT = Path(__file__).resolve().parent.parent
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 MANAGEMENT = os.environ.get("DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672")
 

@@ -9,10 +9,10 @@ from django.db import connection
 
 from dlq.models import AlertAttempt
 from dlq.tasks.alerts import evaluate_alerts
+from tests import ROOT
 from tests.alertfactory import add_channel, arrive
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def database_url() -> str:
