@@ -24,6 +24,8 @@ from dlq.broker import _wire, amqp, codec
 from tests import ROOT
 from tests.ingestcases import HEADERS
 
+pytestmark = pytest.mark.slow  # builds and installs the package in fresh virtualenvs
+
 
 def test_the_hot_modules_are_compiled_and_current():
     assert set(compiled.built()) == set(compiled.SOURCES), (
@@ -198,7 +200,6 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
     assert "golden rows: the same" in done.stdout
 
 
-@pytest.mark.slow
 def test_without_a_c_compiler_the_install_goes_on_and_the_sources_run(tmp_path):
     """An install where nothing compiles: it succeeds, an old build left in the checkout is
     removed rather than run, and the package imports as Python."""

@@ -25,7 +25,7 @@ from tests.drainproc import (
 )
 
 pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def test_drain_once_on_an_empty_queue_exits_0(broker, db_url, unique):
@@ -43,7 +43,6 @@ def test_drain_once_with_an_unreachable_broker_exits_non_zero(db_url, unique):
     assert proc.events("broker unavailable, giving up"), proc.log()
 
 
-@pytest.mark.slow
 def test_postgres_stopped_for_15_seconds_mid_drain(scratch_pg, broker, spawn, unique):
     total = 8000
     parking = broker.declare(f"{unique}.dlq")
@@ -82,7 +81,6 @@ def test_postgres_stopped_for_15_seconds_mid_drain(scratch_pg, broker, spawn, un
     assert broker.depth(parking) == 0
 
 
-@pytest.mark.slow
 def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, unique):
     total = 12_000
     parking = broker.declare(f"{unique}.dlq")
@@ -114,7 +112,6 @@ def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, u
     print(len(proc.events("the broker dropped acks with the connection", True)), "ack drops")
 
 
-@pytest.mark.slow
 def test_a_slow_database_does_not_cost_the_broker_connection(broker, spawn, db_url, unique):
     total = 6000
     parking = broker.declare(f"{unique}.dlq")

@@ -20,7 +20,7 @@ from tests.drainproc import (
 )
 
 pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 FAST_RESOLVE = {"DLQ_RESOLVE_SECONDS": "1"}
 
@@ -91,7 +91,6 @@ def test_a_queue_deleted_in_the_middle_of_a_backlog(broker, spawn, db_url, uniqu
     assert broker.depth(parking) == 0
 
 
-@pytest.mark.slow
 def test_memory_is_bounded_by_the_prefetch_window(broker, spawn, db_url, unique):
     mib, count = 1024 * 1024, 300
     parking = broker.declare(f"{unique}.dlq")
