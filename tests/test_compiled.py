@@ -174,7 +174,7 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
         ignore=shutil.ignore_patterns("*.so", "*.c", "_compiled.json", "__pycache__"),
     )
     (tmp_path / "tests" / "messages").mkdir(parents=True)
-    copied = ("__init__.py", "ingestcases.py", "messages/__init__.py")
+    copied = ("__init__.py", "ingestcases.py", "typedvalues.py", "messages/__init__.py")
     for name in (*copied, "messages/test_ingest_golden.py"):
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     shutil.copytree(ROOT / "tests" / "golden", tmp_path / "tests" / "golden")

@@ -25,7 +25,6 @@ from tests.drainproc import (
     wait_for,
 )
 
-pytest_plugins = ["tests.drainfixtures"]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
@@ -87,10 +86,8 @@ def test_a_stop_signal_mid_drain_exits_0_with_what_it_stored_acked(
     sig, broker, spawn, db_url, unique
 ):
     total = 12_000
-    parking = broker.declare(f"{unique}.dlq")
     messages = twins(total, 200, unique)
-    broker.publish_many(parking, messages)
-    broker.wait_depth(parking, total)
+    parking = broker.backlog(unique, messages)
 
     proc = spawn([parking], db_url, env={"DLQ_DRAIN_BATCH": "200"})
     wait_for(lambda: row_count(parking) >= 1500, 60, "the drain to be under way", 0.01)
