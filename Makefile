@@ -40,8 +40,9 @@ bench: setup services
 SCREENSHOTS := ops-overview messages-list message-detail message-replayed ops-groups \
 	ops-bulk-review ops-job-done ops-audit alerts-channels-admin topology-health
 docs-screenshots: setup services
-	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest -q tests/test_browser_ops.py \
-		tests/test_browser_messages.py tests/test_browser_alerts.py tests/test_topology_browser.py
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest -q tests/web/test_browser_ops.py \
+		tests/web/test_browser_messages.py tests/web/test_browser_alerts.py \
+		tests/health/test_topology_browser.py
 	for name in $(SCREENSHOTS); do cp tests/artifacts/$$name.png docs/img/; done
 
 clean:

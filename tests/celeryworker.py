@@ -8,32 +8,24 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from pathlib import Path
-
-from django.db import connection
 
 from dlq.tasks import jobs as job_tasks
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
           "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
-
-
-def _database_url() -> str:
-    """The pytest database, for the worker processes."""
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 class Worker:
     """`celery -A console worker` in its own process group, with its log in a file."""
 
     def __init__(self, queue: str):
+        from tests.drainproc import database_url  # not at the top: drainproc needs conftest
+
         self.log = tempfile.TemporaryFile("w+")  # closed by stop()  # noqa: SIM115
         env = {
             **os.environ,
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),  # the pytest database
             "CELERY_TASK_DEFAULT_QUEUE": queue,
             "DLQ_JOB_STALE_SECONDS": "3",
         }
@@ -77,9 +69,7 @@ class Worker:
 def jobs_on_worker(top, monkeypatch):
     """A worker on the test's own Celery queue; pages hand their jobs to it exactly as
     job_tasks.start does, only on that queue."""
-    queue = top.name("celery")
-    top.cleanup["queues"].append(queue)
-    top.cleanup["exchanges"].append(queue)
+    queue = top.celery_queue()
     running = Worker(queue)
     try:
         running.wait_ready()

@@ -12,7 +12,12 @@ from tests.celeryworker import jobs_on_worker
 from tests.factories import client_for, make_user
 from tests.topology import Topology
 
-pytest_plugins = ["tests.alertfactory", "tests.browser", "tests.httprecorder"]
+pytest_plugins = [
+    "tests.alertfactory",
+    "tests.browser",
+    "tests.drainfixtures",
+    "tests.httprecorder",
+]
 
 BROKER_URL = os.environ.get("DLQ_BROKER_URL", "amqp://guest:guest@localhost:5672/%2F")
 

@@ -1,4 +1,5 @@
-"""Fixtures for the drainer resilience tests (`pytest_plugins = ["tests.drainfixtures"]`)."""
+"""Fixtures for the drainer resilience tests (a plugin of tests/conftest.py): drainer
+subprocesses, their database, a broker connection and a throwaway PostgreSQL."""
 
 import re
 

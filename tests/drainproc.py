@@ -22,9 +22,9 @@ from pathlib import Path
 import pika
 
 from dlq.broker import amqp
+from tests import ROOT
 from tests.conftest import BROKER_URL
 
-ROOT = Path(__file__).resolve().parent.parent
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 MANAGEMENT = os.environ.get("DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672")
 
@@ -46,6 +46,24 @@ def database_url(settings_dict: dict | None = None) -> str:
     host = settings_dict.get("HOST") or "127.0.0.1"
     port = settings_dict.get("PORT") or 5432
     return f"postgres://{creds}@{host}:{port}/{settings_dict['NAME']}"
+
+
+def manage(db_url: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`manage.py ARGS` in a process of its own, on the database at `db_url`."""
+    full_env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def stored_bodies(queue: str) -> collections.Counter:
@@ -120,6 +138,13 @@ class Broker:
         self.ch.queue_declare(name, durable=True, arguments=arguments)
         self.queues.append(name)
         return name
+
+    def backlog(self, unique: str, messages) -> str:
+        """`<unique>.dlq`, declared and holding `messages` ((body, headers) pairs): its name."""
+        parking = self.declare(f"{unique}.dlq")
+        self.publish_many(parking, messages)
+        self.wait_depth(parking, len(messages))
+        return parking
 
     def depth(self, name: str) -> int:
         """Ready messages (exact when no consumer holds any unacked)."""
@@ -212,6 +237,11 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def wait_rows(queue: str, n: int, timeout: float, what: str, interval: float = 0.1) -> None:
+    """Wait for at least `n` rows of `queue` in the test database."""
+    wait_for(lambda: row_count(queue) >= n, timeout, what, interval)
 
 
 _EVENT = re.compile(r'event=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
@@ -386,15 +416,7 @@ class ScratchPostgres:
         self._as_postgres(PG_BIN / "pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
 
     def migrate(self) -> None:
-        env = {**os.environ, "DATABASE_URL": self.url, "DJANGO_SETTINGS_MODULE": "console.settings"}
-        done = subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--noinput"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = manage(self.url, "migrate", "--noinput")
         assert done.returncode == 0, done.stdout + done.stderr
 
     def query(self, sql: str, params=()) -> list[tuple]:

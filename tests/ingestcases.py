@@ -8,74 +8,32 @@ versions), must never change unnoticed. Regenerate a file only for an intended c
     .venv/bin/python -m tests.ingestcases fingerprints > tests/golden/fingerprints.json
 """
 
-import base64
 import gzip
 import hashlib
 import json
-import struct
 import sys
 from datetime import UTC, datetime
 
 from dlq.broker import amqp, codec
 from dlq.messages.ingest import Delivery
+from tests.typedvalues import TYPED, b64, longstr
 
 RECEIVED_AT = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
 GOLDEN = "tests/golden/build_rows.json"
 GOLDEN_FINGERPRINTS = "tests/golden/fingerprints.json"
 
 
-def _s(text: str) -> dict:
-    return {"type": "longstr", "value": text}
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode()
-
-
 def _nested(depth: int, value: dict | None = None) -> dict:
-    value = value or _s("bottom")
+    value = value or longstr("bottom")
     for i in range(depth):
         value = {"type": "array" if i % 2 else "table", "value": [value] if i % 2 else {"k": value}}
     return value
 
 
 EVERY_TYPE = {
-    "bool": {"type": "bool", "value": True},
-    "bool-false": {"type": "bool", "value": False},
-    "int8": {"type": "int8", "value": -128},
-    "uint8": {"type": "uint8", "value": 255},
-    "int16": {"type": "int16", "value": -32768},
-    "uint16": {"type": "uint16", "value": 65535},
-    "int32": {"type": "int32", "value": -(2**31)},
-    "uint32": {"type": "uint32", "value": 2**32 - 1},
-    "int64": {"type": "int64", "value": 2**63 - 1},
-    "float": {"type": "float", "value": 1.75},
-    "float32": {"type": "float", "value": struct.unpack(">f", struct.pack(">f", 0.1))[0]},
-    "double": {"type": "double", "value": 0.1},
-    "double-tiny": {"type": "double", "value": 5e-324},
-    "decimal": {"type": "decimal", "value": "12.50"},
-    "decimal-negative": {"type": "decimal", "value": "-0.001"},
-    "longstr": _s("héllo ✓ 日本 \U0001f600"),
-    "longstr-empty": _s(""),
-    "longstr-nul": _s("before\u0000after"),
-    "longstr-not-utf8": {"type": "longstr", "base64": _b64(b"\xff\xfe\x00latin-1 \xe9")},
-    "bytes": {"type": "bytes", "base64": _b64(b"\x00\x01\x02\xff")},
-    "bytes-empty": {"type": "bytes", "base64": ""},
-    "timestamp": {"type": "timestamp", "value": 1_700_000_000},
-    "timestamp-huge": {"type": "timestamp", "value": 2**63},
-    "void": {"type": "void", "value": None},
-    "array": {
-        "type": "array",
-        "value": [_s("a"), {"type": "int8", "value": 1}, {"type": "array", "value": []}],
-    },
-    "table": {
-        "type": "table",
-        "value": {"inner": {"type": "table", "value": {"nul\u0000key": _s("x\u0000y")}}},
-    },
+    **TYPED,
     # Deeper than MAX_NESTING: the decoder keeps the innermost levels as wire bytes.
-    "deep": _nested(60, {"type": "table", "base64": _b64(codec.encode_value(_nested(9))[5:])}),
-    "ключ ✓": _s("unicode key"),
-    "bad-key-\udcff": _s("a key that is not UTF-8"),
+    "deep": _nested(60, {"type": "table", "base64": b64(codec.encode_value(_nested(9))[5:])}),
 }
 
 
@@ -84,11 +42,11 @@ def _entry(queue, reason, count=1, exchange="", keys=(), time=1_700_000_000) -> 
         "type": "table",
         "value": {
             "count": {"type": "int64", "value": count},
-            "reason": _s(reason),
-            "queue": _s(queue),
+            "reason": longstr(reason),
+            "queue": longstr(queue),
             "time": {"type": "timestamp", "value": time},
-            "exchange": _s(exchange),
-            "routing-keys": {"type": "array", "value": [_s(k) for k in keys]},
+            "exchange": longstr(exchange),
+            "routing-keys": {"type": "array", "value": [longstr(k) for k in keys]},
         },
     }
 
@@ -98,12 +56,12 @@ def _x_death(*entries) -> dict:
 
 
 BENCH_LIKE = {
-    "tenant": _s("tenant-3"),
+    "tenant": longstr("tenant-3"),
     "attempt": {"type": "int32", "value": 2},
     "x-death": _x_death(_entry("orders.work", "expired", keys=["orders.work"])),
-    "x-first-death-exchange": _s(""),
-    "x-first-death-queue": _s("orders.work"),
-    "x-first-death-reason": _s("expired"),
+    "x-first-death-exchange": longstr(""),
+    "x-first-death-queue": longstr("orders.work"),
+    "x-first-death-reason": longstr("expired"),
 }
 SPRING_TRACE = (
     "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: failed\n"
@@ -120,60 +78,60 @@ HEADERS = [
             _entry("q.retry", "rejected", 3, "ex.retry", ["k1", "k2"], 1_700_000_100),
             _entry("q.main", "expired", 2, "ex.main", ["orig"], 1_700_000_000),
             {"type": "table", "value": {"queue": {"type": "int8", "value": 1}}},  # forged
-            _s("junk"),
+            longstr("junk"),
         ),
-        "x-first-death-queue": _s("q.main"),
-        "x-first-death-reason": _s("expired"),
-        "x-first-death-exchange": {"type": "longstr", "base64": _b64(b"ex\xff")},
-        "x-last-death-queue": _s("q.retry"),
-        "x-last-death-reason": _s("rejected"),
+        "x-first-death-queue": longstr("q.main"),
+        "x-first-death-reason": longstr("expired"),
+        "x-first-death-exchange": {"type": "longstr", "base64": b64(b"ex\xff")},
+        "x-last-death-queue": longstr("q.retry"),
+        "x-last-death-reason": longstr("rejected"),
         "x-delivery-count": {"type": "int32", "value": 4},
-        "retry-count": _s("7"),
+        "retry-count": longstr("7"),
     },
     {
         "x-death": _x_death(
             {
                 "type": "table",
                 "value": {
-                    "queue": _s("q"),
+                    "queue": longstr("q"),
                     "count": {"type": "bool", "value": True},
-                    "exchange": {"type": "bytes", "base64": _b64(b"bin-ex")},
-                    "routing-keys": _s("not a list"),
-                    "time": _s("not a time"),
-                    "original-expiration": _s("5000"),
+                    "exchange": {"type": "bytes", "base64": b64(b"bin-ex")},
+                    "routing-keys": longstr("not a list"),
+                    "time": longstr("not a time"),
+                    "original-expiration": longstr("5000"),
                 },
             }
         ),
         "x-delivery-count": {"type": "int64", "value": 2**40},
-        "dlq-origin-id": _s("42"),
+        "dlq-origin-id": longstr("42"),
         "dlq-replay-count": {"type": "int8", "value": 2},
     },
     {
-        "x-exception-message": _s("boom"),
-        "x-exception-stacktrace": _s(SPRING_TRACE),
-        "x-original-exchange": _s("spring.ex"),
-        "x-original-routingKey": _s("spring.key"),
-        "__TypeId__": _s("com.example.Order"),
+        "x-exception-message": longstr("boom"),
+        "x-exception-stacktrace": longstr(SPRING_TRACE),
+        "x-original-exchange": longstr("spring.ex"),
+        "x-original-routingKey": longstr("spring.key"),
+        "__TypeId__": longstr("com.example.Order"),
         "dlq-origin-id": {"type": "int64", "value": 9},
     },
     {
-        "MT-Reason": _s("fault"),
-        "MT-Fault-ExceptionType": _s("System.InvalidOperationException"),
-        "MT-Fault-Message": _s("bad \u0000 order"),
-        "MT-Fault-StackTrace": _s("at X.Y()"),
-        "MT-Fault-MessageType": _s("urn:message:Orders:Submit"),
-        "MT-Fault-InputAddress": _s("rabbitmq://host/vh/submit%20order?bind=true"),
+        "MT-Reason": longstr("fault"),
+        "MT-Fault-ExceptionType": longstr("System.InvalidOperationException"),
+        "MT-Fault-Message": longstr("bad \u0000 order"),
+        "MT-Fault-StackTrace": longstr("at X.Y()"),
+        "MT-Fault-MessageType": longstr("urn:message:Orders:Submit"),
+        "MT-Fault-InputAddress": longstr("rabbitmq://host/vh/submit%20order?bind=true"),
         "MT-Fault-RetryCount": {"type": "int32", "value": 5},
     },
     {
-        "NServiceBus.ExceptionInfo.ExceptionType": _s("System.Exception"),
-        "NServiceBus.ExceptionInfo.Message": _s("nsb"),
-        "NServiceBus.ExceptionInfo.StackTrace": _s("trace"),
-        "NServiceBus.EnclosedMessageTypes": _s("Ns.Msg, Ns, Version=1;Ns.IMsg"),
-        "NServiceBus.FailedQ": _s("sales@machine"),
+        "NServiceBus.ExceptionInfo.ExceptionType": longstr("System.Exception"),
+        "NServiceBus.ExceptionInfo.Message": longstr("nsb"),
+        "NServiceBus.ExceptionInfo.StackTrace": longstr("trace"),
+        "NServiceBus.EnclosedMessageTypes": longstr("Ns.Msg, Ns, Version=1;Ns.IMsg"),
+        "NServiceBus.FailedQ": longstr("sales@machine"),
     },
     {
-        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\ErrorDetailsStamp": _s(
+        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\ErrorDetailsStamp": longstr(
             json.dumps(
                 [
                     {
@@ -184,25 +142,25 @@ HEADERS = [
                 ]
             )
         ),
-        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp": _s(
+        "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp": longstr(
             '[{"retryCount": 3}]'
         ),
-        "X-Message-Stamp-Bad\\RedeliveryStamp": _s("{not json"),
-        "type": _s("App\\Message\\Order"),
+        "X-Message-Stamp-Bad\\RedeliveryStamp": longstr("{not json"),
+        "type": longstr("App\\Message\\Order"),
     },
     {
-        "task": _s("proj.tasks.add"),
+        "task": longstr("proj.tasks.add"),
         "retries": {"type": "int8", "value": 2},
-        "id": _s("c0ffee"),
-        "argsrepr": _s("(1, 2)"),
+        "id": longstr("c0ffee"),
+        "argsrepr": longstr("(1, 2)"),
     },
     {
-        "x-delivery-count": _s("²"),
-        "retry-count": _s("1e3"),
-        "x-retries": _s("9" * 30),
-        "dlq-origin-id": _s("-5"),
-        "dlq-replay-count": _s("-3"),
-        "x-death": _s("not an array"),
+        "x-delivery-count": longstr("²"),
+        "retry-count": longstr("1e3"),
+        "x-retries": longstr("9" * 30),
+        "dlq-origin-id": longstr("-5"),
+        "dlq-replay-count": longstr("-3"),
+        "x-death": longstr("not an array"),
         "x-exception-stacktrace": {"type": "int8", "value": 1},
     },
 ]
@@ -230,7 +188,7 @@ PROPERTIES = [
         "delivery_mode": 1,
         "timestamp": 0,
     },
-    {"message_id": {"base64": _b64(b"\xffid")}, "correlation_id": "ünïcode ✓"},
+    {"message_id": {"base64": b64(b"\xffid")}, "correlation_id": "ünïcode ✓"},
 ]
 BODIES = [
     b"",

@@ -14,7 +14,6 @@ import shutil
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,9 +21,10 @@ from hypothesis import strategies as st
 
 from dlq import compiled
 from dlq.broker import _wire, amqp, codec
+from tests import ROOT
 from tests.ingestcases import HEADERS
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # builds and installs the package in fresh virtualenvs
 
 
 def test_the_hot_modules_are_compiled_and_current():
@@ -173,8 +173,9 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
         tmp_path / "dlq",
         ignore=shutil.ignore_patterns("*.so", "*.c", "_compiled.json", "__pycache__"),
     )
-    (tmp_path / "tests").mkdir()
-    for name in ("__init__.py", "ingestcases.py", "test_ingest_golden.py"):
+    (tmp_path / "tests" / "messages").mkdir(parents=True)
+    copied = ("__init__.py", "ingestcases.py", "typedvalues.py", "messages/__init__.py")
+    for name in (*copied, "messages/test_ingest_golden.py"):
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     shutil.copytree(ROOT / "tests" / "golden", tmp_path / "tests" / "golden")
     script = (
@@ -185,7 +186,7 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
         "from dlq.messages import deaths, ingest\n"
         "assert compiled.built() == [] and codec.decoder() == 'Python', compiled.built()\n"
         "assert ingest.__file__.endswith('.py') and deaths.__file__.endswith('.py')\n"
-        "from tests import test_ingest_golden as t\n"
+        "from tests.messages import test_ingest_golden as t\n"
         "for name in dir(t):\n"
         "    if name.startswith('test_'):\n"
         "        getattr(t, name)()\n"
@@ -199,7 +200,6 @@ def test_the_sources_alone_store_the_golden_rows(tmp_path):
     assert "golden rows: the same" in done.stdout
 
 
-@pytest.mark.slow
 def test_without_a_c_compiler_the_install_goes_on_and_the_sources_run(tmp_path):
     """An install where nothing compiles: it succeeds, an old build left in the checkout is
     removed rather than run, and the package imports as Python."""

@@ -3,9 +3,9 @@ documented, every documented one is read, and the documented defaults are the re
 
 import ast
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests import ROOT
+
 READERS = {"env_str", "env_int", "env_bool", "env_list", "env_url", "env_float",
            "env_networks", "raw"}  # fmt: skip
 # Defaults described in words in the README, on purpose (secrets, generated values).

@@ -15,8 +15,8 @@ from django.core.management import call_command, get_commands
 from django.test import Client
 
 from dlq.management.commands.dlq_up import processes
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]

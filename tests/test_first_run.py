@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import ROOT
 from tests.drainproc import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 

@@ -20,9 +20,17 @@ class Topology:
         self.cleanup["queues"].append(name)
         return name
 
-    def exchange(self, suffix: str, kind: str = "direct") -> str:
+    def exchange(self, suffix: str, kind: str = "direct", **options) -> str:
         name = self.name(suffix)
-        self.ch.exchange_declare(name, kind)
+        self.ch.exchange_declare(name, kind, **options)
+        self.cleanup["exchanges"].append(name)
+        return name
+
+    def celery_queue(self, suffix: str = "celery") -> str:
+        """A Celery queue of the test's own: Celery declares it (and an exchange of the same
+        name) itself; both are deleted after the test."""
+        name = self.name(suffix)
+        self.cleanup["queues"].append(name)
         self.cleanup["exchanges"].append(name)
         return name
 
@@ -61,6 +69,14 @@ def reject(ch, queue: str):
     method, props, body = get(ch, queue)
     ch.basic_reject(method.delivery_tag, requeue=False)
     return props
+
+
+def last_reject(ch, queue: str, dlx: str, loop: str, park: str) -> None:
+    """The last attempt of a retry loop: `dlx` leads to `park` instead of `loop` from now on,
+    and `queue` rejects the message once more, into the parking queue."""
+    ch.queue_unbind(loop, dlx)
+    ch.queue_bind(park, dlx)
+    reject(ch, queue)
 
 
 def stored(queue: str, n: int = 1) -> list[Message]:

@@ -14,8 +14,7 @@ from dlq.models.health import DrainCounter, DrainerHeartbeat
 from tests.alertfactory import add_channel, sent_to
 from tests.drainproc import wait_for
 
-pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def row_of(proc) -> DrainerHeartbeat | None:

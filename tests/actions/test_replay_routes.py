@@ -112,9 +112,7 @@ def test_it_matches_topic_patterns_like_the_broker():
 
 
 def test_it_warns_that_an_internal_exchange_cannot_be_published_to(channel, top):
-    inner = top.name("internal")
-    channel.exchange_declare(inner, "fanout", internal=True)
-    top.cleanup["exchanges"].append(inner)
+    inner = top.exchange("internal", "fanout", internal=True)
     channel.queue_bind(top.queue("behind"), inner)
     m = make_message(queue=top.name("dlq"), exchange=inner)
 

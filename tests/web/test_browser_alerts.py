@@ -9,7 +9,7 @@ from dlq.models import AlertChannel
 from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 PASSWORD = "a-long-browser-password"
 HOOK_SECRET = "hook-SECRET-abcdef123456"

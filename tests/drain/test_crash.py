@@ -25,11 +25,9 @@ from tests.drainproc import (
     wait_for,
 )
 
-pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-@pytest.mark.slow
 def test_kill_9_repeatedly_during_a_20000_message_drain(broker, spawn, db_url, unique):
     total, distinct = 20_000, 300
     inbox, parking = broker.parking_with_dlx(unique)
@@ -88,10 +86,8 @@ def test_a_stop_signal_mid_drain_exits_0_with_what_it_stored_acked(
     sig, broker, spawn, db_url, unique
 ):
     total = 12_000
-    parking = broker.declare(f"{unique}.dlq")
     messages = twins(total, 200, unique)
-    broker.publish_many(parking, messages)
-    broker.wait_depth(parking, total)
+    parking = broker.backlog(unique, messages)
 
     proc = spawn([parking], db_url, env={"DLQ_DRAIN_BATCH": "200"})
     wait_for(lambda: row_count(parking) >= 1500, 60, "the drain to be under way", 0.01)
@@ -110,7 +106,6 @@ def test_a_stop_signal_mid_drain_exits_0_with_what_it_stored_acked(
     assert left_pending == 0  # a clean stop forgets its batches: nothing looks pending
 
 
-@pytest.mark.slow
 def test_two_drainers_on_one_queue_one_of_them_stopped_midway(broker, spawn, db_url, unique):
     total = 16_000
     parking = broker.declare(f"{unique}.dlq")

@@ -5,9 +5,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.conftest import drain_once, publish
-from tests.topology import get, only, reject, stored, wait_depth, x_death
+from tests.topology import get, last_reject, only, reject, stored, wait_depth, x_death
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def dead_lettered(channel, park):
+    """The message the broker dead-letters into `park` (in its own time, after an expiry, a
+    limit or a reject): wait for it there, drain it, and return its stored row."""
+    wait_depth(channel, park, 1)
+    drain_once([park])
+    return only(park)
 
 
 def _now_second():
@@ -47,11 +55,8 @@ def test_it_stores_a_message_expired_by_its_own_ttl(channel, top):
     park, dlx = top.parking()
     work = top.queue("work", **{"x-dead-letter-exchange": dlx})
     publish(channel, "", work, b"late", expiration="20", message_id="m-ttl")
-    wait_depth(channel, park, 1)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert m.death_reason == "expired"
     assert m.failed_queue == work
     assert m.original_exchange == ""
@@ -67,11 +72,8 @@ def test_it_stores_a_message_expired_by_the_queue_ttl(channel, top):
     park, dlx = top.parking()
     work = top.queue("work", **{"x-dead-letter-exchange": dlx, "x-message-ttl": 20})
     publish(channel, "", work, b"late")
-    wait_depth(channel, park, 1)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert m.death_reason == "expired"
     assert m.failed_queue == work
     assert m.death_count == 1
@@ -92,11 +94,8 @@ def test_it_stores_a_message_dropped_by_a_length_limit(
     )
     publish(channel, "", work, b"first")
     publish(channel, "", work, b"second")
-    wait_depth(channel, park, 1)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert bytes(m.body) == dead_body
     assert m.death_reason == "maxlen"
     assert m.failed_queue == work
@@ -117,11 +116,8 @@ def test_it_stores_a_message_past_a_quorum_delivery_limit(channel, top):
         method, props, _ = get(channel, work)
         assert props.headers["x-delivery-count"]["value"] == expected
         channel.basic_nack(method.delivery_tag, requeue=True)
-    wait_depth(channel, park, 1)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert m.death_reason == "delivery_limit"
     assert m.failed_queue == work
     assert m.original_exchange == ""
@@ -149,14 +145,9 @@ def test_it_reads_a_ttl_retry_loop_from_the_first_death(channel, top):
     reject(channel, work)  # back from the retry queue
     # The last attempt gives up: the retry exchange now leads to the parking queue.
     wait_depth(channel, work, 1)
-    channel.queue_unbind(retry, retry_x)
-    channel.queue_bind(park, retry_x)
-    reject(channel, work)
-    wait_depth(channel, park, 1)
+    last_reject(channel, work, retry_x, retry, park)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert x_death(m) == [(work, "rejected", 3), (retry, "expired", 2)]
     assert m.death_count == 5
     assert m.failed_queue == work
@@ -181,14 +172,9 @@ def test_it_takes_the_original_route_from_the_first_death_when_a_queue_repeats(c
     publish(channel, src, "k", b"ping-pong")
     reject(channel, a)
     reject(channel, b)
-    channel.queue_unbind(b, a_to_b)
-    channel.queue_bind(park, a_to_b)
-    reject(channel, a)
-    wait_depth(channel, park, 1)
+    last_reject(channel, a, a_to_b, b, park)
 
-    drain_once([park])
-
-    m = only(park)
+    m = dead_lettered(channel, park)
     assert x_death(m) == [(a, "rejected", 2), (b, "rejected", 1)]
     assert m.death_count == 3
     assert m.failed_queue == a

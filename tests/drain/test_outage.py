@@ -22,10 +22,10 @@ from tests.drainproc import (
     stored_bodies,
     twins,
     wait_for,
+    wait_rows,
 )
 
-pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def test_drain_once_on_an_empty_queue_exits_0(broker, db_url, unique):
@@ -43,13 +43,10 @@ def test_drain_once_with_an_unreachable_broker_exits_non_zero(db_url, unique):
     assert proc.events("broker unavailable, giving up"), proc.log()
 
 
-@pytest.mark.slow
 def test_postgres_stopped_for_15_seconds_mid_drain(scratch_pg, broker, spawn, unique):
     total = 8000
-    parking = broker.declare(f"{unique}.dlq")
     messages = twins(total, 200, unique)
-    broker.publish_many(parking, messages)
-    broker.wait_depth(parking, total)
+    parking = broker.backlog(unique, messages)
 
     def stored() -> int:
         [(n,)] = scratch_pg.query("SELECT count(*) FROM dlq_message WHERE queue = %s", [parking])
@@ -82,7 +79,6 @@ def test_postgres_stopped_for_15_seconds_mid_drain(scratch_pg, broker, spawn, un
     assert broker.depth(parking) == 0
 
 
-@pytest.mark.slow
 def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, unique):
     total = 12_000
     parking = broker.declare(f"{unique}.dlq")
@@ -92,7 +88,7 @@ def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, u
     broker.publish_many(parking, messages)
 
     for threshold in (2500, 7000):
-        wait_for(lambda t=threshold: row_count(parking) >= t, 60, f"{threshold} rows", 0.02)
+        wait_rows(parking, threshold, 60, f"{threshold} rows", 0.02)
         names = wait_for(lambda: drainer_connections(proc.pid), 20, "the drainer's connection")
         assert len(names) == 1
         close_connection(names[0])
@@ -101,7 +97,7 @@ def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, u
             30,
             "the drainer to reconnect by itself",
         )
-    wait_for(lambda: row_count(parking) >= total, 90, "the drain to finish")
+    wait_rows(parking, total, 90, "the drain to finish")
     assert proc.alive()
     assert len(proc.events("connected")) == 3, proc.log()[-3000:]
     assert len(proc.events("connection lost")) == 2
@@ -114,17 +110,14 @@ def test_broker_closes_the_drainer_connection_mid_drain(broker, spawn, db_url, u
     print(len(proc.events("the broker dropped acks with the connection", True)), "ack drops")
 
 
-@pytest.mark.slow
 def test_a_slow_database_does_not_cost_the_broker_connection(broker, spawn, db_url, unique):
     total = 6000
-    parking = broker.declare(f"{unique}.dlq")
     messages = twins(total, 150, unique)
-    broker.publish_many(parking, messages)
-    broker.wait_depth(parking, total)
+    parking = broker.backlog(unique, messages)
     proc = spawn([parking], db_url, env={"DLQ_DRAIN_HEARTBEAT": "3", "DLQ_DRAIN_BATCH": "100"})
     names = wait_for(lambda: drainer_connections(proc.pid), 20, "the drainer's connection")
     assert connection_info(names[0])["timeout"] == 3  # the negotiated heartbeat
-    wait_for(lambda: row_count(parking) >= 1000, 60, "the drain to be under way", 0.02)
+    wait_rows(parking, 1000, 60, "the drain to be under way", 0.02)
 
     # Hold a lock the writer needs for 12 s: four heartbeat intervals.
     with psycopg.connect(**_dsn()) as locker:
@@ -136,7 +129,7 @@ def test_a_slow_database_does_not_cost_the_broker_connection(broker, spawn, db_u
         assert proc.alive()
         locker.commit()
 
-    wait_for(lambda: row_count(parking) >= total, 60, "the drain to finish")
+    wait_rows(parking, total, 60, "the drain to finish")
     assert proc.stop() == 0, proc.log()[-3000:]
     assert len(proc.events("connected")) == 1, proc.log()[-3000:]
     assert not proc.events("connection lost")
@@ -159,10 +152,8 @@ def _dsn() -> dict:
 
 
 def test_drain_once_empties_a_queue_and_leaves_nothing_pending(broker, db_url, unique):
-    parking = broker.declare(f"{unique}.dlq")
     messages = twins(700, 20, unique)
-    broker.publish_many(parking, messages)
-    broker.wait_depth(parking, 700)
+    parking = broker.backlog(unique, messages)
     proc = run_once([parking], db_url, env={"DLQ_DRAIN_BATCH": "100"})
     assert proc.proc.returncode == 0, proc.log()
     assert stored_bodies(parking) == body_counts(messages)

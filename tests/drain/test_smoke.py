@@ -4,21 +4,16 @@ import pytest
 
 from dlq.models import Message
 from tests.conftest import drain_once, publish
+from tests.topology import reject
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_it_stores_a_rejected_message_with_its_death(channel, cleanup_queues, unique):
-    work, dlq, dlx = f"{unique}.work", f"{unique}.dlq", f"{unique}.dlx"
-    channel.exchange_declare(dlx, "fanout")
-    channel.queue_declare(dlq)
-    channel.queue_bind(dlq, dlx)
-    channel.queue_declare(work, arguments={"x-dead-letter-exchange": dlx})
-    cleanup_queues["queues"] += [work, dlq]
-    cleanup_queues["exchanges"] += [dlx]
+def test_it_stores_a_rejected_message_with_its_death(channel, top):
+    dlq, dlx = top.parking()
+    work = top.queue("work", **{"x-dead-letter-exchange": dlx})
     publish(channel, "", work, b'{"order": 1}', {"price": 1.75}, content_type="application/json")
-    method, _, _ = channel.basic_get(work)
-    channel.basic_reject(method.delivery_tag, requeue=False)
+    reject(channel, work)
 
     drain_once([dlq])
 

@@ -5,21 +5,14 @@ import time
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from dlq.models import AlertAttempt
 from dlq.tasks.alerts import evaluate_alerts
+from tests import ROOT
 from tests.alertfactory import add_channel, arrive
+from tests.drainproc import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url() -> str:
-    """The URL of the test database, for a process started by the test."""
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def start_worker(queue: str, log: Path) -> subprocess.Popen:
@@ -35,16 +28,13 @@ def start_worker(queue: str, log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def test_it_sends_an_alert_through_a_real_celery_worker(
-    default_rule, endpoint, cleanup_queues, unique, tmp_path
-):
+def test_it_sends_an_alert_through_a_real_celery_worker(default_rule, endpoint, top, tmp_path):
     hook = add_channel("webhook", endpoint, url=f"{endpoint.url}/hook/worker-secret-0123456789")
     arrive("orders.dlq", 25)
-    cleanup_queues["queues"].append(unique)
-    cleanup_queues["exchanges"].append(unique)
-    worker = start_worker(unique, tmp_path / "worker.log")
+    queue = top.celery_queue()
+    worker = start_worker(queue, tmp_path / "worker.log")
     try:
-        evaluate_alerts.apply_async(queue=unique)
+        evaluate_alerts.apply_async(queue=queue)
         [request] = endpoint.wait_for(1, timeout=60)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and not AlertAttempt.objects.filter(status="sent"):

@@ -32,12 +32,8 @@ def wait_for_depth(client, name: str, depth: int) -> dict:
         time.sleep(0.5)
 
 
-def test_it_lists_queues_with_parked_count_and_broker_depth(
-    client, channel, cleanup_queues, unique
-):
-    name = f"{unique}.dlq"
-    channel.queue_declare(name)
-    cleanup_queues["queues"].append(name)
+def test_it_lists_queues_with_parked_count_and_broker_depth(client, channel, top):
+    name = top.queue("dlq")
     for n in range(3):
         publish(channel, "", name, f"waiting {n}".encode())
     at = datetime(2025, 5, 1, 12, tzinfo=UTC)

@@ -31,6 +31,17 @@ class Runner(threading.Thread):
             connection.close()
 
 
+def _replay_job(top, count: int, **fields) -> tuple[str, str, Job]:
+    """`count` messages parked in `<unique>.dlq` that died in `<unique>.work`, and frank's job
+    replaying that queue to the failed queue: (work, park, job)."""
+    work = top.queue("work")
+    park = top.name("dlq")
+    make_messages(count, queue=park, died_in=work)
+    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+                          **fields)  # fmt: skip
+    return work, park, job
+
+
 def _progress(job_id: int) -> int:
     done, failed = Job.objects.filter(pk=job_id).values_list("done", "failed").get()
     return done + failed
@@ -146,12 +157,8 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
 
 
 def test_it_cancels_a_running_job_keeping_what_was_done(channel, top):
-    work = top.queue("work")
-    park = top.name("dlq")
     total = 5000
-    make_messages(total, queue=park, died_in=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
-                          rate_per_s=2000, reason="slowly")  # fmt: skip
+    work, park, job = _replay_job(top, total, rate_per_s=2000, reason="slowly")
 
     runner = Runner(job.pk)
     runner.start()
@@ -210,11 +217,7 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
     """The outbox: items left `publishing` are published again with the same replay id, and
     nothing already confirmed is published again."""
     settings.DLQ_JOB_STALE_SECONDS = 1
-    work = top.queue("work")
-    park = top.name("dlq")
-    make_messages(1500, queue=park, died_in=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
-                          reason="crash")  # fmt: skip
+    work, park, job = _replay_job(top, 1500, reason="crash")
     # A first worker settles one batch, then claims and publishes a second and dies.
     assert job_run.claim_job(job.pk)
     publisher = job_run._publisher()
@@ -243,12 +246,8 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
 
 def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, top, unique):
     settings.DLQ_JOB_STALE_SECONDS = 1
-    work = top.queue("work")
-    park = top.name("dlq")
     total = 4000
-    make_messages(total, queue=park, died_in=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
-                          rate_per_s=2000, reason="outage")  # fmt: skip
+    work, park, job = _replay_job(top, total, rate_per_s=2000, reason="outage")
     job_publisher = publisher(f"{unique}-job")
     broker_name = find_connection(f"{unique}-job")
 
@@ -283,11 +282,7 @@ def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled
     settings, channel, top
 ):
     settings.DLQ_JOB_STALE_SECONDS = 1
-    work = top.queue("work")
-    park = top.name("dlq")
-    make_messages(2500, queue=park, died_in=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
-                          reason="cancel while dead")  # fmt: skip
+    work, park, job = _replay_job(top, 2500, reason="cancel while dead")
     assert job_run.claim_job(job.pk)
     publisher = job_run._publisher()
     try:  # a worker publishes its first batch and dies before settling it

@@ -15,6 +15,7 @@ from dlq.messages import queries, retention
 from dlq.messages import search as search_index
 from dlq.models import SearchEntry
 from tests.factories import client_for, make_message, make_messages, make_user
+from tests.keyset import walk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,15 +142,6 @@ def test_search_pages_are_the_same_wherever_the_indexer_stands(monkeypatch, inde
 
 def even(messages) -> set[int]:
     return {m.pk for m in messages if m.queue == "q0.dlq"}
-
-
-def walk(filters: dict, limit: int) -> list[int]:
-    seen, cursor = [], None
-    while True:
-        rows, cursor = queries.page(queries.filter_messages(filters), cursor, limit)
-        seen += [m.id for m in rows]
-        if cursor is None:
-            return seen
 
 
 def test_celery_beat_runs_the_indexer_every_few_seconds():

@@ -11,7 +11,7 @@ from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_message, make_messages, make_user
 from tests.topology import get
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 PASSWORD = "a-long-browser-password"
 XSS = "<script>alert(1)</script><img src=x onerror=alert(1)>"

@@ -9,6 +9,7 @@ import pytest
 from dlq.messages import queries
 from dlq.models import Message, Status
 from tests.factories import client_for, make_message, make_messages, make_user
+from tests.keyset import walk
 
 pytestmark = pytest.mark.django_db
 
@@ -17,15 +18,6 @@ pytestmark = pytest.mark.django_db
 def small_window(monkeypatch):
     """A window of 3 ids, so a few rows behave like a million sparse ones."""
     monkeypatch.setattr(queries, "PAGE_WINDOW", 3)
-
-
-def walk(filters: dict, limit: int) -> list[int]:
-    seen, cursor = [], None
-    while True:
-        rows, cursor = queries.page(queries.filter_messages(filters), cursor, limit)
-        seen += [m.id for m in rows]
-        if cursor is None:
-            return seen
 
 
 def newest_first(filters: dict) -> list[int]:

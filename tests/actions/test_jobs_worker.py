@@ -13,7 +13,6 @@ from dlq.tasks import jobs as job_tasks
 from tests.arrivals import check_replayed
 from tests.celeryworker import Worker
 from tests.factories import make_messages
-from tests.topology import Topology
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -22,11 +21,8 @@ def _job(job_id: int) -> Job:
     return Job.objects.get(pk=job_id)
 
 
-def test_it_finishes_a_job_after_its_worker_is_killed(channel, cleanup_queues, unique):
-    top = Topology(channel, cleanup_queues, unique)
-    celery_queue = top.name("celery")
-    cleanup_queues["queues"].append(celery_queue)
-    cleanup_queues["exchanges"].append(celery_queue)
+def test_it_finishes_a_job_after_its_worker_is_killed(channel, top):
+    celery_queue = top.celery_queue()
     work = top.queue("work")
     park = top.name("dlq")
     total, rate = 20_000, 5000

@@ -5,7 +5,6 @@ every response carries the Content-Security-Policy, the raw body is a download t
 never renders, and the login page does not redirect off the site."""
 
 import re
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -13,12 +12,13 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from dlq.models import Message, Status
 from dlq.models.actions import AuditEntry
+from tests import ROOT
 from tests.factories import client_for, make_message, make_user, post
 from tests.uiops import a_job, body
 
 pytestmark = pytest.mark.django_db
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = ROOT / "templates"
 # Django's and ninja's, and the machine endpoints (probes answer anyone; /metrics takes a
 # token or an allowed address): tested in test_api_*, test_health_probes, test_metrics.
 NOT_PAGES = ("admin/", "api/", "login/", "logout/", "healthz", "readyz", "metrics")

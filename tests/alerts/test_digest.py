@@ -14,6 +14,16 @@ from tests.alertfactory import add_channel, arrive, sent_to
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def ten_in_five(default_rule, endpoint):
+    """The default rule at 10 messages within 5 minutes, not alerting on a new group alone,
+    and a webhook channel to the recorder."""
+    add_channel("webhook", endpoint)
+    default_rule.threshold, default_rule.window_minutes = 10, 5
+    default_rule.alert_new_groups = False
+    default_rule.save()
+
+
 def run(now) -> list[AlertAttempt]:
     """One evaluation pass, then every queued attempt delivered in this process."""
     return [delivery.deliver_now(attempt_id) for attempt_id in engine.evaluate(now)]
@@ -73,11 +83,8 @@ def test_it_holds_a_digest_until_the_interval_has_passed(default_rule, endpoint)
     assert [r.json()["count"] for r in endpoint.requests] == [3, 5]
 
 
-def test_it_alerts_only_when_the_threshold_is_met_within_the_window(default_rule, endpoint):
-    add_channel("webhook", endpoint)
-    default_rule.threshold, default_rule.window_minutes = 10, 5
-    default_rule.alert_new_groups = False
-    default_rule.save()
+@pytest.mark.usefixtures("ten_in_five")
+def test_it_alerts_only_when_the_threshold_is_met_within_the_window(endpoint):
     t0 = timezone.now() - timedelta(hours=1)
     arrive("orders.dlq", 9, at=t0)
     run(t0)
@@ -88,11 +95,8 @@ def test_it_alerts_only_when_the_threshold_is_met_within_the_window(default_rule
     assert [r.json()["count"] for r in endpoint.requests] == [10]
 
 
+@pytest.mark.usefixtures("ten_in_five")
 def test_it_forgets_arrivals_that_stayed_below_the_threshold(default_rule, endpoint):
-    add_channel("webhook", endpoint)
-    default_rule.threshold, default_rule.window_minutes = 10, 5
-    default_rule.alert_new_groups = False
-    default_rule.save()
     t0 = timezone.now() - timedelta(hours=1)
     arrive("orders.dlq", 6, at=t0)
     run(t0)

@@ -1,6 +1,5 @@
 """Every AMQP value survives broker -> drainer -> stored typed JSON -> broker, byte for byte."""
 
-import base64
 import gzip
 import random
 import struct
@@ -10,6 +9,7 @@ import pytest
 from dlq.broker import codec
 from tests.conftest import drain_once, publish
 from tests.topology import only, reject, stored
+from tests.typedvalues import FLOAT32, TYPED, b64, longstr
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,73 +20,6 @@ BROKER_HEADERS = (
     "x-first-death-exchange",
 )
 
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode()
-
-
-def _s(text: str) -> dict:
-    return {"type": "longstr", "value": text}
-
-
-FLOAT32 = struct.unpack(">f", struct.pack(">f", 0.1))[0]  # 0.10000000149011612
-
-TYPED = {
-    "bool-true": {"type": "bool", "value": True},
-    "bool-false": {"type": "bool", "value": False},
-    "int8": {"type": "int8", "value": -128},
-    "uint8": {"type": "uint8", "value": 255},
-    "int16": {"type": "int16", "value": -32768},
-    "uint16": {"type": "uint16", "value": 65535},
-    "int32": {"type": "int32", "value": -(2**31)},
-    "uint32": {"type": "uint32", "value": 2**32 - 1},
-    "int64-min": {"type": "int64", "value": -(2**63)},
-    "int64-max": {"type": "int64", "value": 2**63 - 1},
-    "float": {"type": "float", "value": 1.75},
-    "float32": {"type": "float", "value": FLOAT32},
-    "double": {"type": "double", "value": 0.1},
-    "double-huge": {"type": "double", "value": -1.5e308},
-    "double-tiny": {"type": "double", "value": 5e-324},
-    "decimal": {"type": "decimal", "value": "12.50"},
-    "decimal-negative": {"type": "decimal", "value": "-0.001"},
-    "longstr": _s("héllo ✓ 日本"),
-    "longstr-empty": _s(""),
-    "longstr-nul": _s("before\u0000after"),
-    "longstr-not-utf8": {"type": "longstr", "base64": _b64(b"\xff\xfe\x00latin-1 \xe9")},
-    "bytes": {"type": "bytes", "base64": _b64(b"\x00\x01\x02\xff")},
-    "bytes-empty": {"type": "bytes", "base64": ""},
-    "timestamp": {"type": "timestamp", "value": 1_700_000_000},
-    "void": {"type": "void", "value": None},
-    "array": {
-        "type": "array",
-        "value": [
-            _s("a"),
-            {"type": "int8", "value": 1},
-            {"type": "void", "value": None},
-            {
-                "type": "array",
-                "value": [{"type": "float", "value": 1.75}, {"type": "array", "value": []}],
-            },
-            {"type": "table", "value": {"k": {"type": "decimal", "value": "1.5"}}},
-        ],
-    },
-    "table": {
-        "type": "table",
-        "value": {
-            "nested": {
-                "type": "table",
-                "value": {
-                    "deeper": {"type": "array", "value": [{"type": "timestamp", "value": 0}]},
-                    "nul\u0000key": _s("\u0000"),
-                },
-            },
-            "key-\udcff-not-utf8": {"type": "bytes", "base64": _b64(b"\xff")},
-            "empty": {"type": "table", "value": {}},
-        },
-    },
-    "top-\udce9-not-utf8": _s("a key that is latin-1"),
-}
-
 PROPERTIES = {
     "content_type": "application/json; charset=utf-8",
     "content_encoding": "identity",
@@ -94,7 +27,7 @@ PROPERTIES = {
     "priority": 7,
     "correlation_id": "corr-\u00e9",
     "reply_to": "billing.replies",
-    "message_id": {"base64": _b64(b"\xffid\x00")},  # a short string that is not UTF-8
+    "message_id": {"base64": b64(b"\xffid\x00")},  # a short string that is not UTF-8
     "timestamp": 1_700_000_123,
     "type": "orders.Created",
     "user_id": "guest",  # the broker checks it against the connection's user
@@ -173,13 +106,13 @@ def test_it_stores_a_header_nested_thousands_deep_and_sends_it_back(channel, top
     park, again = top.queue("dlq"), top.queue("again")
     wire = _deep_wire(3000)
     assert wire[:1] == b"F"
-    deep = {"type": "table", "base64": _b64(wire[5:])}  # the codec sends undecoded bytes as is
+    deep = {"type": "table", "base64": b64(wire[5:])}  # the codec sends undecoded bytes as is
     publish(channel, "", park, b"deep", {"deep": deep, "after": "still read"})
 
     drain_once([park])
 
     m = only(park)
-    assert m.headers["after"] == _s("still read")
+    assert m.headers["after"] == longstr("still read")
     level, depth = m.headers["deep"], 0
     while "value" in level:
         level = level["value"]["k"] if level["type"] == "table" else level["value"][0]

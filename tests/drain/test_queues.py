@@ -3,24 +3,14 @@
 import hashlib
 import os
 import sqlite3
-import subprocess
 import time
 import uuid
 
 import pytest
 
-from tests.drainproc import (
-    PYTHON,
-    ROOT,
-    row_count,
-    run_once,
-    stored_bodies,
-    twins,
-    wait_for,
-)
+from tests.drainproc import manage, row_count, run_once, stored_bodies, twins, wait_for, wait_rows
 
-pytest_plugins = ["tests.drainfixtures"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 FAST_RESOLVE = {"DLQ_RESOLVE_SECONDS": "1"}
 
@@ -76,7 +66,7 @@ def test_a_queue_deleted_in_the_middle_of_a_backlog(broker, spawn, db_url, uniqu
     parking = broker.declare(f"{unique}.dlq")
     broker.publish_many(parking, unique_bodies(20_000, "old"))
     proc = spawn([parking], db_url, env={**FAST_RESOLVE, "DLQ_DRAIN_BATCH": "100"})
-    wait_for(lambda: row_count(parking) >= 1000, 60, "the drain to be under way", 0.01)
+    wait_rows(parking, 1000, 60, "the drain to be under way", 0.01)
     broker.ch.queue_delete(parking)  # the rest of the backlog is gone with it
     wait_for(lambda: proc.events("queue was deleted", prefix=True), 10, "the cancel to be noticed")
     broker.ch.queue_declare(parking, durable=True)
@@ -91,7 +81,6 @@ def test_a_queue_deleted_in_the_middle_of_a_backlog(broker, spawn, db_url, uniqu
     assert broker.depth(parking) == 0
 
 
-@pytest.mark.slow
 def test_memory_is_bounded_by_the_prefetch_window(broker, spawn, db_url, unique):
     mib, count = 1024 * 1024, 300
     parking = broker.declare(f"{unique}.dlq")
@@ -135,21 +124,11 @@ def test_memory_is_bounded_by_the_prefetch_window(broker, spawn, db_url, unique)
 def test_drains_into_sqlite(broker, unique):
     path = f"/tmp/dlq-drain-{uuid.uuid4().hex}.sqlite3"
     url = f"sqlite:///{path}"
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "console.settings"}
     try:
-        done = subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--noinput"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = manage(url, "migrate", "--noinput")
         assert done.returncode == 0, done.stdout + done.stderr
-        parking = broker.declare(f"{unique}.dlq")
         messages = twins(1500, 40, unique)
-        broker.publish_many(parking, messages)
-        broker.wait_depth(parking, 1500)
+        parking = broker.backlog(unique, messages)
 
         proc = run_once([parking], url, env={"DLQ_DRAIN_BATCH": "200"})
         assert proc.proc.returncode == 0, proc.log()

@@ -22,6 +22,31 @@ SPRING_TRACE = (
 )
 SYMFONY_ERROR = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\ErrorDetailsStamp"
 SYMFONY_REDELIVERY = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp"
+# What MassTransit and NServiceBus put on a message they move to their error queue.
+MASSTRANSIT_FAULT = {
+    "MT-Reason": "fault",
+    "MT-Fault-ExceptionType": "System.InvalidOperationException",
+    "MT-Fault-Message": "Order 42 has no lines",
+    "MT-Fault-StackTrace": "   at Sales.SubmitOrderConsumer.Consume(...) in C.cs:line 20",
+    "MT-Fault-MessageType": "urn:message:Sales.Contracts:SubmitOrder",
+    "MT-Fault-ConsumerType": "Sales.SubmitOrderConsumer",
+    "MT-Fault-InputAddress": "rabbitmq://localhost/sales/submit_order?temporary=false",
+    "MT-Fault-RetryCount": 3,
+    "MT-Fault-Timestamp": "2024-05-01T12:00:00.0000000Z",
+}
+
+NSERVICEBUS_FAILURE = {
+    "NServiceBus.FailedQ": "Sales@BUILD-AGENT-1",
+    "NServiceBus.TimeOfFailure": "2024-05-01 12:00:00:000000 Z",
+    "NServiceBus.ExceptionInfo.ExceptionType": "System.TimeoutException",
+    "NServiceBus.ExceptionInfo.Message": "The database did not answer",
+    "NServiceBus.ExceptionInfo.StackTrace": "System.TimeoutException: The database...",
+    "NServiceBus.EnclosedMessageTypes": (
+        "Sales.Messages.PlaceOrder, Sales.Messages, Version=1.0.0.0, Culture=neutral,"
+        " PublicKeyToken=null;Sales.Messages.IOrderCommand, Sales.Messages"
+    ),
+    "NServiceBus.MessageId": "0b0c6a0e-2a63-4a4e-b7b4-b0f300d3f6a1",
+}
 
 
 def test_it_reads_spring_amqp_republished_failures(channel, top):
@@ -67,18 +92,9 @@ def test_it_prefers_x_death_over_spring_original_headers(channel, top):
 
 def test_it_reads_masstransit_error_queue_headers(channel, top):
     park = top.queue("submit_order_error")
-    headers = {
-        "MT-Reason": "fault",
-        "MT-Fault-ExceptionType": "System.InvalidOperationException",
-        "MT-Fault-Message": "Order 42 has no lines",
-        "MT-Fault-StackTrace": "   at Sales.SubmitOrderConsumer.Consume(...) in C.cs:line 20",
-        "MT-Fault-MessageType": "urn:message:Sales.Contracts:SubmitOrder",
-        "MT-Fault-ConsumerType": "Sales.SubmitOrderConsumer",
-        "MT-Fault-InputAddress": "rabbitmq://localhost/sales/submit_order?temporary=false",
-        "MT-Fault-RetryCount": 3,
-        "MT-Fault-Timestamp": "2024-05-01T12:00:00.0000000Z",
-    }
-    publish(channel, "", park, b"{}", headers, content_type="application/vnd.masstransit+json")
+    publish(
+        channel, "", park, b"{}", MASSTRANSIT_FAULT, content_type="application/vnd.masstransit+json"
+    )
 
     drain_once([park])
 
@@ -95,19 +111,7 @@ def test_it_reads_masstransit_error_queue_headers(channel, top):
 
 def test_it_reads_nservicebus_error_queue_headers(channel, top):
     park = top.queue("error")
-    headers = {
-        "NServiceBus.FailedQ": "Sales@BUILD-AGENT-1",
-        "NServiceBus.TimeOfFailure": "2024-05-01 12:00:00:000000 Z",
-        "NServiceBus.ExceptionInfo.ExceptionType": "System.TimeoutException",
-        "NServiceBus.ExceptionInfo.Message": "The database did not answer",
-        "NServiceBus.ExceptionInfo.StackTrace": "System.TimeoutException: The database...",
-        "NServiceBus.EnclosedMessageTypes": (
-            "Sales.Messages.PlaceOrder, Sales.Messages, Version=1.0.0.0, Culture=neutral,"
-            " PublicKeyToken=null;Sales.Messages.IOrderCommand, Sales.Messages"
-        ),
-        "NServiceBus.MessageId": "0b0c6a0e-2a63-4a4e-b7b4-b0f300d3f6a1",
-    }
-    publish(channel, "", park, b"<PlaceOrder/>", headers)
+    publish(channel, "", park, b"<PlaceOrder/>", NSERVICEBUS_FAILURE)
 
     drain_once([park])
 

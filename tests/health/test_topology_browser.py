@@ -6,7 +6,7 @@ from tests.browser import log_in, screenshot
 from tests.factories import make_user
 from tests.topology import Topology
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 PASSWORD = "a-long-browser-password"
 
 

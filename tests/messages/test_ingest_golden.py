@@ -1,9 +1,9 @@
 """build_row stores the values it stored before it was made faster (tests/ingestcases.py)."""
 
 import json
-from pathlib import Path
 
 from dlq.messages.ingest import build_row, legacy_dumps, legacy_fingerprint
+from tests import ROOT
 from tests.ingestcases import (
     GOLDEN,
     GOLDEN_FINGERPRINTS,
@@ -13,7 +13,6 @@ from tests.ingestcases import (
     fingerprints,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 JSON_TEXT = ("properties_json", "headers_json", "original_routing_keys_json")
 
 

@@ -6,13 +6,11 @@ broker: every message replayed by a publisher confirm, or discarded.
 """
 
 import json
-import os
-import subprocess
 import uuid
 
 import pytest
 
-from tests.drainproc import PYTHON, ROOT
+from tests.drainproc import manage
 from tests.topology import depth, wait_depth
 
 SCRIPT = """
@@ -48,16 +46,9 @@ def test_a_bulk_replay_and_a_bulk_discard_on_sqlite(channel, top, tmp_path):
     work = top.queue("work")
     park, other = top.name("dlq"), top.name("other.dlq")
     url = f"sqlite:///{tmp_path / f'jobs-{uuid.uuid4().hex}.sqlite3'}"
-    env = {**os.environ, "DATABASE_URL": url, "JOB_QUEUES": f"{park} {other} {work}"}
-    for command in (["manage.py", "migrate", "--noinput"], ["manage.py", "shell", "-c", SCRIPT]):
-        done = subprocess.run(
-            [PYTHON, *command],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    env = {"JOB_QUEUES": f"{park} {other} {work}"}
+    for command in (["migrate", "--noinput"], ["shell", "-c", SCRIPT]):
+        done = manage(url, *command, env=env)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["results"] == ["done", "done"]

@@ -2,22 +2,17 @@ import pytest
 
 from tests.conftest import drain_once, publish
 from tests.factories import client_for, make_user
+from tests.topology import reject
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_it_reads_back_a_drained_message_through_the_api(channel, cleanup_queues, unique):
-    work, dlq, dlx = f"{unique}.work", f"{unique}.dlq", f"{unique}.dlx"
-    channel.exchange_declare(dlx, "fanout")
-    channel.queue_declare(dlq)
-    channel.queue_bind(dlq, dlx)
-    channel.queue_declare(work, arguments={"x-dead-letter-exchange": dlx})
-    cleanup_queues["queues"] += [work, dlq]
-    cleanup_queues["exchanges"] += [dlx]
+def test_it_reads_back_a_drained_message_through_the_api(channel, top):
+    dlq, dlx = top.parking()
+    work = top.queue("work", **{"x-dead-letter-exchange": dlx})
     headers = {"tenant": "acme", "attempt": {"type": "int8", "value": 3}}
     publish(channel, "", work, b'{"order": 42}', headers, content_type="application/json")
-    method, _, _ = channel.basic_get(work)
-    channel.basic_reject(method.delivery_tag, requeue=False)
+    reject(channel, work)
 
     drain_once([dlq])
 

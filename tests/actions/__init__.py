@@ -1,0 +1,1 @@
+"""Tests of dlq/actions/: edit, replay, discard and restore, bulk jobs, the audit trail."""

@@ -1,0 +1,1 @@
+"""Tests of dlq/alerts/: rules, digests, channels, delivery."""

@@ -1,0 +1,1 @@
+"""Tests of dlq/api/: the HTTP API, its auth, errors and schema."""

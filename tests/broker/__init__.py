@@ -1,0 +1,1 @@
+"""Tests of dlq/broker/: typed AMQP values through the real broker."""

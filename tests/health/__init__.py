@@ -1,0 +1,1 @@
+"""Tests of dlq/health/: probes, drainers, queues, topology, metrics."""

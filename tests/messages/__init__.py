@@ -1,0 +1,1 @@
+"""Tests of dlq/messages/: ingest, deaths, queries, search, display, retention."""

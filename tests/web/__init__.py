@@ -1,0 +1,1 @@
+"""Tests of dlq/web/: the pages through the test client and in a real browser."""
