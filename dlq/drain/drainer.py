@@ -13,7 +13,7 @@ almost never leaves an acked batch looking pending; and the ack travels with a n
 this drainer's ack ledger queue (dlq/drain/ledger.py), in one AMQP transaction, so that
 after a connection the broker closed, the drainer knows which acks took effect and which
 did not (_acked).
-Tests: tests/test_drain_crash.py, test_drain_outage.py, test_drain_queues.py.
+Tests: tests/drain/ (test_crash.py, test_outage.py, test_queues.py).
 """
 
 import contextlib
@@ -262,7 +262,7 @@ class Drainer:
             # the commit; a closed connection is not that case.) Sent one after the other
             # without a transaction, the broker could apply the ack and lose the note with
             # the connection, and a batch whose ack counted was made pending again
-            # (tests/test_drain_outage.py lost twins so).
+            # (tests/drain/test_outage.py lost twins so).
             # After a lost connection, the id left in the ledger names the last ack that
             # took effect (AckLedger.settle_doubts).
             amqp.ack_with_note(

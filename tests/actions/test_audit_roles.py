@@ -3,7 +3,9 @@ review finding 9): that role cannot delete, change, truncate or bypass the audit
 append-only guard, yet the drainer drains and audit retention runs, through the one
 narrow, audited path (dlq_purge_audit). The grants are the ones `dlq_grants` prints."""
 
+import os
 import subprocess
+import sys
 import uuid
 
 import psycopg
@@ -13,11 +15,11 @@ from django.db import connection
 from dlq.actions import message as message_actions
 from dlq.management.commands.dlq_grants import grants
 from dlq.models import AuditEntry, Message
+from tests import ROOT
 from tests.drainproc import run_once
 from tests.factories import make_message
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-pytest_plugins = ["tests.drainfixtures"]
 
 
 @pytest.fixture
@@ -26,9 +28,9 @@ def app_role():
     role = f"dlq_app_{uuid.uuid4().hex[:8]}"
     database = connection.settings_dict["NAME"]
     printed = subprocess.run(
-        [".venv/bin/python", "manage.py", "dlq_grants", role],
+        [sys.executable, "manage.py", "dlq_grants", role], cwd=ROOT,
         capture_output=True, text=True, check=True,
-        env={**__import__("os").environ, "DATABASE_URL": _url("root", database)},
+        env={**os.environ, "DATABASE_URL": _url("root", database)},
     ).stdout.splitlines()  # fmt: skip
     assert printed == grants(role, database)
     with connection.cursor() as cursor:
