@@ -1,11 +1,11 @@
-"""What an alert says: a digest (or a test) as a transports.Alert, with links into the
+"""What an alert says: a digest (or a test) as a formats.Alert, with links into the
 console's filtered message list (DLQ_CONSOLE_URL; the same filter names as the API)."""
 
 from urllib.parse import urlencode
 
 from django.conf import settings
 
-from dlq.alerts.transports import Alert, Item
+from dlq.alerts.formats import Alert, Item
 from dlq.models import AlertDigest
 
 TOP = 10  # queues and groups listed in an alert; the rest are counted

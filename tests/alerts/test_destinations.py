@@ -11,7 +11,8 @@ import logging
 import pytest
 
 from dlq.alerts import channels, destinations
-from dlq.alerts.transports import Alert, TransportError, WebhookNotifier
+from dlq.alerts.formats import Alert
+from dlq.alerts.transports import TransportError, WebhookNotifier
 from tests.alertfactory import add_channel
 from tests.factories import client_for, make_user, post
 

@@ -6,14 +6,8 @@ import pytest
 from django.utils import timezone
 
 from dlq.alerts import delivery, engine
-from dlq.alerts.transports import (
-    Alert,
-    Item,
-    SlackNotifier,
-    TelegramNotifier,
-    WebhookNotifier,
-    units,
-)
+from dlq.alerts.formats import Alert, Item, units
+from dlq.alerts.transports import SlackNotifier, TelegramNotifier, WebhookNotifier
 from tests.alertfactory import add_channel, arrive, sent_to
 
 pytestmark = pytest.mark.django_db
