@@ -106,7 +106,9 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("DLQ_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("DLQ_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+# A success clears nothing: a signed-in user must not wipe the failures others caused from
+# the same address. Failures expire with the lockout time.
+AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "dlq.web.signin.locked_out"
 AXES_USERNAME_CALLABLE = "dlq.web.signin.axes_username"
 LOGIN_REDIRECT_URL = "/"

@@ -1,15 +1,14 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 
 from dlq.api.root import api
 from dlq.health import metrics, probes
 from dlq.web import signin
 
-# Anonymous users see no login form but the console's own (throttled, audited): the admin
-# site's sends them there, and back once they are signed in.
-admin.site.login = login_required(admin.site.login)
+# No login form but the console's own (throttled, audited): the admin site's sends everyone
+# there, and back once they are signed in.
+admin.site.login = signin.admin_login
 
 urlpatterns = [
     path("admin/", admin.site.urls),

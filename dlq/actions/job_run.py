@@ -216,10 +216,10 @@ def _publish(job: Job, batch: Batch, publisher) -> dict:
         return {}
     timeout = max(60.0, 2 * len(batch.outgoing) / job.rate_per_s) if job.rate_per_s else 60.0
     results = publisher.publish(batch.outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
-    return _isolate(batch, results, publisher)
+    return _isolate(job, batch, results, publisher)
 
 
-def _isolate(batch: Batch, results: dict, publisher) -> dict:
+def _isolate(job: Job, batch: Batch, results: dict, publisher) -> dict:
     """A message the broker refuses (a property it will not take) closes the channel, and
     everything in flight with it ends in error. Those are published again one at a time on
     the reopened channel, so only the refused one fails. One that had reached its queue
@@ -234,8 +234,10 @@ def _isolate(batch: Batch, results: dict, publisher) -> dict:
         return results  # nothing in flight with it: its own error says it all
     log.warning("a message closed the channel; publishing the batch's rest one by one",
                 extra={"messages": len(closed)})  # fmt: skip
-    for item in closed:
+    started = time.monotonic()
+    for n, item in enumerate(closed, start=1):
         if publisher.broken:
             break  # the connection, not a message: the job resumes later
         results.update(publisher.publish([item], timeout=30.0))
+        _pace(job, n, started)  # the job's rate limit holds for these too
     return results

@@ -8,6 +8,7 @@ the admin role of that user.
 
 import re
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -41,6 +42,9 @@ def _config(kind: str, url: str = "", token: str = "", chat_id: str = "") -> dic
     if kind in (ChannelKind.SLACK, ChannelKind.WEBHOOK):
         if not _URL.fullmatch(url or ""):
             raise ChannelError(f"the {kind} URL must be an http:// or https:// URL")
+        if "@" in urlsplit(url).netloc:
+            # user:password@ would end up in error texts: keep secrets in the path or query
+            raise ChannelError(f"the {kind} URL must not carry a user name or password")
         try:
             destinations.check_url(url)
         except (destinations.Refused, ValueError) as e:

@@ -44,15 +44,35 @@ def pinned_address(host: str, port: int) -> str:
     return addresses[0]
 
 
+# IPv6 ranges that carry an IPv4 address a gateway reaches for us: NAT64 (RFC 6052, 8215)
+# and the deprecated IPv4-compatible form. Python's is_global calls them global.
+TRANSLATED = [ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96")]
+
+
 def _allowed(host: str, addresses: list[str]) -> None:
     for address in addresses:
-        ip = ipaddress.ip_address(address)
-        ip = ip.ipv4_mapped or ip if isinstance(ip, ipaddress.IPv6Address) else ip
-        if not ip.is_global and not any(ip in net for net in settings.DLQ_ALERT_ALLOWED_NETS):
-            raise Refused(
-                f"{host} resolves to {ip}, an internal address: alert destinations must be"
-                " public, or inside DLQ_ALERT_ALLOWED_NETS"
-            )
+        for ip in _meant(ipaddress.ip_address(address)):
+            if not ip.is_global and not any(ip in n for n in settings.DLQ_ALERT_ALLOWED_NETS):
+                raise Refused(
+                    f"{host} resolves to {ip}, an internal address: alert destinations must be"
+                    " public, or inside DLQ_ALERT_ALLOWED_NETS"
+                )
+
+
+def _meant(ip) -> list:
+    """The address, and any IPv4 address it stands for (mapped, 6to4, Teredo, NAT64)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return [ip]
+    if ip.ipv4_mapped:
+        return [ip.ipv4_mapped]
+    found = [ip]
+    if ip.sixtofour:
+        found.append(ip.sixtofour)
+    if ip.teredo:
+        found.extend(ip.teredo)
+    if any(ip in net for net in TRANSLATED):
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return found
 
 
 def _resolve(host: str, port: int) -> list[str]:

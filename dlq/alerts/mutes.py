@@ -16,9 +16,12 @@ from dlq.actions import audit
 from dlq.models import AuditAction, Mute
 
 
-def problems(until: datetime | None, reason: str, now: datetime | None = None) -> dict:
+def problems(until: datetime | None, reason: str, queue: str = "", group: str = "",
+             now: datetime | None = None) -> dict:  # fmt: skip
     """What is wrong with a mute, field by field (empty: nothing)."""
     found = {}
+    if not queue and not group:
+        found["queue"] = ["name a queue (or glob), a group, or both"]
     if not (reason or "").strip():
         found["reason"] = ["a reason is required"]
     latest = (now or timezone.now()) + timedelta(days=settings.DLQ_MUTE_MAX_DAYS)
@@ -30,9 +33,7 @@ def problems(until: datetime | None, reason: str, now: datetime | None = None) -
 def mute(until: datetime, queue: str = "", group: str = "", reason: str = "", actor=None,
          request_id: str = "") -> Mute:  # fmt: skip
     """Add a mute; raises ValidationError (field by field) for a bad one."""
-    found = problems(until, reason)
-    if not queue and not group:
-        found["queue"] = ["name a queue (or glob), a group, or both"]
+    found = problems(until, reason, queue, group)
     if found:
         raise ValidationError(found)
     with transaction.atomic():

@@ -7,17 +7,19 @@ is permanent (revoked webhook, blocked bot: never retry, switch the channel off)
 long the server asked us to wait. The bounded retry policy is `retry_delay`; the caller
 runs it, because every try is recorded as its own row (dlq/alerts/delivery.py).
 
-Secrets (webhook URLs, bot tokens) are scrubbed from every error message.
+No error text quotes what the other end sent, nor the destination's URL or token: every
+one is in the console's own words.
 """
 
 import http.client
 import json
+import socket
+import ssl
 import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from urllib.error import HTTPError, URLError
-from urllib.parse import urlsplit
 
 from dlq.alerts.formats import Alert, Format, SlackFormat, TelegramFormat, cap, fit, paragraphs
 
@@ -100,10 +102,11 @@ class _Pinned:
 
 
 def _opener_for(pin):
-    """No proxies from the environment (a proxy would connect wherever it liked), no
-    redirects, and connections pinned when `pin` is given."""
+    """No redirects. A destination typed into the console (`pin` given) is reached directly
+    at the checked address: a proxy from the environment would connect wherever it liked.
+    A configured one (Telegram's API base) goes through the environment's proxy, if any."""
     if pin is None:
-        return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+        return urllib.request.build_opener(_NoRedirect)
     pinned = _Pinned(pin)
 
     class Http(urllib.request.HTTPHandler):
@@ -137,18 +140,11 @@ def parse_retry_after(value) -> float | None:
 class HttpNotifier:
     kind = "http"
     good = frozenset({200})
-    secrets: tuple[str, ...] = ()
     pin = None  # (host, port) -> the checked address to connect to; None: not checked
 
     def send(self, alert: Alert) -> int:
         """Send one alert with one request; the HTTP status, or TransportError."""
         raise NotImplementedError
-
-    def scrub(self, text: str) -> str:
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, "***")
-        return text
 
     def post_json(self, url: str, payload: dict) -> Response:
         request = urllib.request.Request(
@@ -167,7 +163,7 @@ class HttpNotifier:
             reason = getattr(e, "reason", None) or e
             if isinstance(reason, Refused):  # never sent: the destination is internal
                 raise TransportError(str(reason), permanent=True) from None
-            raise TransportError(self.scrub(f"connection failed: {reason}")) from None
+            raise TransportError(f"connection failed: {connection_problem(reason)}") from None
         if response.status not in self.good:
             raise self.failure(response)
         return response
@@ -199,7 +195,6 @@ class SlackNotifier(HttpNotifier):
 
     def __init__(self, url: str):
         self.url = url
-        self.secrets = (url, urlsplit(url).path if len(urlsplit(url).path) > 1 else "")
 
     def payload(self, alert: Alert) -> dict:
         fmt = SlackFormat()
@@ -228,7 +223,6 @@ class TelegramNotifier(HttpNotifier):
     def __init__(self, api_url: str, token: str, chat_id: str):
         self.url = f"{api_url.rstrip('/')}/bot{token}/sendMessage"
         self.chat_id = chat_id
-        self.secrets = (self.url, token)
 
     def payload(self, alert: Alert) -> dict:
         return {
@@ -270,8 +264,6 @@ class WebhookNotifier(HttpNotifier):
 
     def __init__(self, url: str):
         self.url = url
-        parts = urlsplit(url)
-        self.secrets = (url, parts.path if len(parts.path) > 1 else "", parts.query)
 
     def payload(self, alert: Alert) -> dict:
         plain = Format()
@@ -289,6 +281,24 @@ class WebhookNotifier(HttpNotifier):
 
     def send(self, alert: Alert) -> int:
         return self.post_json(self.url, self.payload(alert)).status
+
+
+def connection_problem(reason) -> str:
+    """Why no answer came, in our words: an exception's text can carry what the other end
+    sent (a banner, a status line) or the URL with its secrets."""
+    if isinstance(reason, TimeoutError | socket.timeout):
+        return "timed out"
+    if isinstance(reason, ConnectionRefusedError):
+        return "refused"
+    if isinstance(reason, ConnectionResetError | BrokenPipeError):
+        return "closed by the other end"
+    if isinstance(reason, ssl.SSLError):
+        return "TLS failed (certificate or protocol)"
+    if isinstance(reason, socket.gaierror) or "resolve" in str(reason):
+        return "the host name does not resolve"
+    if isinstance(reason, http.client.HTTPException):
+        return "the other end does not speak HTTP"
+    return f"{type(reason).__name__}"
 
 
 def answer_meaning(status: int) -> str:

@@ -20,7 +20,7 @@ from dlq.api.queues import router as queues_router
 from dlq.api.tokens import router as tokens_router
 from dlq.schemas.errors import field_errors
 
-__all__ = ["api", "needs"]
+__all__ = ["api"]
 
 
 class ConsoleAPI(NinjaAPI):

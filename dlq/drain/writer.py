@@ -241,14 +241,15 @@ class Writer:
 
     def _find_foreign_ledgers(self, found: threading.Event) -> None:
         try:
-            drainers = pending.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
-        except DatabaseError as e:
-            db.close()
-            log.warning("could not look for pending batches", extra={"error": str(e).strip()})
-            drainers = []
+            try:
+                drainers = pending.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
+            except DatabaseError as e:
+                db.close()
+                log.warning("could not look for pending batches", extra={"error": str(e).strip()})
+                drainers = []
+            self.foreign_ledgers = foreign_ledgers(drainers, self.ledger_token)
         finally:
-            found.set()
-        self.foreign_ledgers = foreign_ledgers(drainers, self.ledger_token)
+            found.set()  # after the list is there: the main thread reads it once it is set
 
     def _forget_upto(self, last_acked: str) -> None:
         try:

@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -75,6 +75,7 @@ def purge_audit(now=None, days=None, batch=None) -> int:
     if not days:
         return 0
     cutoff = (now or timezone.now()) - timedelta(days=days)
+    allow_audit_purge(days)
     return _in_batches(lambda: _purge_audit_batch(cutoff, batch or settings.DLQ_RETENTION_BATCH))
 
 
@@ -87,6 +88,20 @@ def _purge_audit_batch(cutoff, size: int) -> int:
             cursor.execute("SELECT dlq_purge_audit(%s, %s)", [cutoff, size])
             return cursor.fetchone()[0]
     return _purge_audit_batch_sqlite(cutoff, size)
+
+
+def allow_audit_purge(days: int) -> bool:
+    """Set the owner's floor for audit retention (dlq_auditretention) to DLQ_AUDIT_RETENTION_DAYS
+    where this connection may (it owns the tables); False where it may not, and the owner's
+    value stands (README, Audit)."""
+    if connection.vendor != "postgresql":
+        return True
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("UPDATE dlq_auditretention SET days = %s WHERE id = 1", [days])
+    except DatabaseError:
+        return False
+    return True
 
 
 def _purge_audit_batch_sqlite(cutoff, size: int) -> int:

@@ -8,10 +8,11 @@ and a page that says so. A success clears that user's and that address's failure
 
 from axes.helpers import get_client_ip_address, get_cool_off
 from django.conf import settings
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, redirect_to_login
 from django.shortcuts import render
 
 from dlq.actions import audit
+from dlq.messages.ingest import clean
 from dlq.models import AuditAction
 
 NAME_LIMIT = 150  # what an audit row keeps of a user name that someone typed
@@ -33,6 +34,12 @@ class SignIn(LoginView):
         return super().form_invalid(form)
 
 
+def admin_login(request, extra_context=None):
+    """Django admin's login form, replaced: it would sign in past the throttle and the
+    audit. Anyone, signed in or not, is sent to the console's own (admin.site.login)."""
+    return redirect_to_login(request.GET.get("next") or "/admin/")
+
+
 def locked_out(request, original_response=None, credentials=None):
     """django-axes' answer to a sign-in while locked out (AXES_LOCKOUT_CALLABLE)."""
     audit.record(_typed_name(request), AuditAction.SIGN_IN_LOCKED, detail=_where(request),
@@ -46,13 +53,13 @@ def axes_username(request, credentials=None) -> str:
     """The user name django-axes counts (AXES_USERNAME_CALLABLE): bounded like the audit
     row's, so a name of a megabyte is one more failure, not a database error."""
     name = (credentials or {}).get("username") or request.POST.get("username", "")
-    return str(name)[:NAME_LIMIT]
+    return clean(str(name), NAME_LIMIT)
 
 
 def _typed_name(request) -> str:
     # Untrusted text, escaped wherever it is shown; the audit row must stand on its own.
     name = request.POST.get("username", "") if request.method == "POST" else ""
-    return name[:NAME_LIMIT] or "(no user name)"
+    return clean(name, NAME_LIMIT) or "(no user name)"  # no NUL: PostgreSQL refuses it
 
 
 def _where(request) -> dict:

@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from dlq.actions import message as message_actions
 from dlq.management.commands.dlq_grants import grants
@@ -84,7 +86,7 @@ def test_the_role_works_the_console_and_purges_only_through_the_audited_path(
 ):
     message = make_message()
     message_actions.discard(message.pk, "ops", "noise")
-    old = AuditEntry.objects.get()
+    today = AuditEntry.objects.get()
 
     # The drainer, connected as the role, stores what it drains.
     park, dlx = top.parking()
@@ -94,11 +96,25 @@ def test_the_role_works_the_console_and_purges_only_through_the_audited_path(
     assert drained.proc.returncode == 0, drained.log_text[-2000:]
     assert Message.objects.filter(queue=park).count() == 1
 
-    # Retention, as the role: through dlq_purge_audit, which records itself.
-    purged = as_role(app_role, "SELECT dlq_purge_audit(now() + interval '1 second', 1000)")
+    # Retention, as the role: nothing while the owner has not set a retention, and then
+    # only rows older than it, through dlq_purge_audit, which records itself.
+    aged = AuditEntry.objects.create(at=timezone.now() - timedelta(days=40), actor_name="ops",
+                                     action="discard")  # fmt: skip
+    with pytest.raises(psycopg.Error, match="audit retention is off"):
+        as_role(app_role, "SELECT dlq_purge_audit(now() - interval '1 day', 1000)")
+    with pytest.raises(psycopg.Error, match="permission denied"):
+        as_role(app_role, "UPDATE dlq_auditretention SET days = 1")
+    with connection.cursor() as cursor:  # the owner's decision
+        cursor.execute("UPDATE dlq_auditretention SET days = 30 WHERE id = 1")
+    with pytest.raises(psycopg.Error, match="younger than 30 days are kept"):
+        as_role(app_role, "SELECT dlq_purge_audit(now() + interval '1 second', 1000)")
+
+    purged = as_role(app_role, "SELECT dlq_purge_audit(now() - interval '30 days', 1000)")
+
     assert purged == [(1,)]
-    assert not AuditEntry.objects.filter(pk=old.pk).exists()
+    assert not AuditEntry.objects.filter(pk=aged.pk).exists()
+    assert AuditEntry.objects.filter(pk=today.pk).exists()  # younger: kept
     record = AuditEntry.objects.get(action="audit_purge")
     assert record.actor_name == "retention" and '"purged" : 1' in record.detail
     with pytest.raises(psycopg.Error, match="batch must be"):
-        as_role(app_role, "SELECT dlq_purge_audit(now(), 0)")
+        as_role(app_role, "SELECT dlq_purge_audit(now() - interval '31 days', 0)")

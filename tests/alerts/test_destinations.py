@@ -7,12 +7,15 @@ but the local recording server."""
 
 import ipaddress
 import logging
+import socket
+import threading
 
 import pytest
 
 from dlq.alerts import channels, destinations
 from dlq.alerts.formats import Alert
 from dlq.alerts.transports import TransportError, WebhookNotifier
+from dlq.models import AlertAttempt
 from tests.alertfactory import add_channel
 from tests.factories import client_for, make_user, post
 
@@ -28,6 +31,9 @@ INTERNAL = [
     "http://100.64.0.1/hook",  # shared address space
     "http://192.0.2.1/hook",  # documentation (reserved)
     "http://240.0.0.1/hook",  # reserved
+    "http://[64:ff9b::a9fe:a9fe]/hook",  # NAT64 of the metadata address
+    "http://[2002:a9fe:a9fe::1]/hook",  # 6to4 of it
+    "http://[::7f00:1]/hook",  # IPv4-compatible loopback
 ]
 
 
@@ -117,3 +123,34 @@ def test_a_refusal_is_permanent_and_never_retried():
         notifier.pin = lambda host, port: destinations.pinned_address("localhost", port)
         notifier.send(Alert(title="t", summary="s", url="https://console.example"))
     assert failed.value.permanent and "an internal address" in str(failed.value)
+
+
+def test_a_url_with_a_user_name_or_password_is_refused(settings):
+    settings.DLQ_ALERT_ALLOWED_NETS = [ipaddress.ip_network("127.0.0.0/8")]
+    with pytest.raises(channels.ChannelError, match="must not carry a user name or password") as e:
+        channels.create_channel("webhook", "creds", url="http://bob:s3cret@127.0.0.1:9/hook")
+    assert "s3cret" not in str(e.value)
+
+
+def test_what_a_non_http_server_says_stays_out_of_the_error(settings, caplog):
+    """A banner, a status line: an exception's text can carry it, the error must not."""
+    settings.DLQ_ALERT_ALLOWED_NETS = [ipaddress.ip_network("127.0.0.0/8")]
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def banner():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"SSH-2.0-OpenSSH_8.9 SECRET-INTERNAL-BANNER\r\n")
+
+    threading.Thread(target=banner, daemon=True).start()
+    port = server.getsockname()[1]
+    hook = channels.create_channel("webhook", "banner", url=f"http://127.0.0.1:{port}/hook")
+
+    with caplog.at_level(logging.DEBUG):
+        channels.send_test(hook, max_wait=0)  # the retry stays queued
+    server.close()
+
+    first = AlertAttempt.objects.filter(channel=hook).order_by("id").first()
+    assert first.error == "connection failed: the other end does not speak HTTP"
+    assert "SECRET-INTERNAL-BANNER" not in caplog.text

@@ -79,9 +79,12 @@ def test_audit_rows_are_kept_unless_their_own_retention_is_set(unique):
     message_actions.discard(message.pk, "ops", "noise")
     entry = AuditEntry.objects.get(message_ids_json=f"[{message.pk}]")
     assert retention.purge_audit(now=days_later(10_000)) == 0  # default: kept forever
+    # A row written 100 days ago: rows are append-only, so it is made old at insert.
+    old = AuditEntry.objects.create(at=days_later(-100), actor_name="ops", action="discard")
 
-    assert retention.purge_audit(now=days_later(91), days=90) >= 1
-    assert not AuditEntry.objects.filter(pk=entry.pk).exists()
+    assert retention.purge_audit(days=90) == 1
+    assert not AuditEntry.objects.filter(pk=old.pk).exists()
+    assert AuditEntry.objects.filter(pk=entry.pk).exists()  # younger than 90 days
     # The append-only guard is back for everyone else.
     message_actions.restore(message.pk, "ops", "back")
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():

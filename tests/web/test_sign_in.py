@@ -63,7 +63,7 @@ def test_an_address_is_locked_after_the_limit_whatever_the_account(settings):
     assert elsewhere.status_code == 302  # the account itself was not attacked
 
 
-def test_the_lock_lifts_after_the_cool_off_and_a_success_clears_the_count(settings):
+def test_the_lock_lifts_after_the_cool_off(settings):
     settings.AXES_FAILURE_LIMIT = 2
     settings.AXES_COOLOFF_TIME = timedelta(seconds=1)
     user = make_user("viewer", password=PASSWORD)
@@ -72,8 +72,19 @@ def test_the_lock_lifts_after_the_cool_off_and_a_success_clears_the_count(settin
     assert sign_in(user.username, PASSWORD)[1].status_code == 429
     time.sleep(1.2)
     assert sign_in(user.username, PASSWORD)[1].status_code == 302
-    sign_in(user.username, "guess")  # one failure after a success: not locked yet
-    assert sign_in(user.username, PASSWORD)[1].status_code == 302
+
+
+def test_a_success_from_the_same_address_does_not_wipe_the_count(settings):
+    """Otherwise anyone with an account could guess at another one's password for ever,
+    signing in between guesses."""
+    settings.AXES_FAILURE_LIMIT = 3
+    admin, viewer = make_user("admin", password=PASSWORD), make_user("viewer", password=PASSWORD)
+    for _ in range(2):
+        sign_in(admin.username, "guess", "198.51.100.20")
+        assert sign_in(viewer.username, PASSWORD, "198.51.100.20")[1].status_code == 302
+    _, third = sign_in(admin.username, "guess", "198.51.100.20")
+    assert third.status_code == 429
+    assert sign_in(admin.username, PASSWORD, "198.51.100.21")[1].status_code == 429
 
 
 def test_a_typed_user_name_is_kept_as_text():
@@ -81,3 +92,17 @@ def test_a_typed_user_name_is_kept_as_text():
     sign_in(hostile, "guess")
     entry = AuditEntry.objects.get(action="sign_in_failed")
     assert entry.actor_name == hostile[:150] and entry.actor_id is None
+
+
+def test_a_user_name_with_nul_is_one_more_failure_not_an_error():
+    _, response = sign_in("ad\x00min", "guess")
+    assert response.status_code == 200
+    assert AuditEntry.objects.get().actor_name == "ad\ufffdmin"
+
+
+def test_the_admin_login_form_sends_everyone_to_the_consoles(client):
+    user = make_user("viewer", password=PASSWORD)
+    client.force_login(user)
+    answer = client.post("/admin/login/?next=/admin/", {"username": "x", "password": "y"})
+    assert answer.status_code == 302 and answer["Location"] == "/login/?next=/admin/"
+    assert not AuditEntry.objects.exists()  # nothing was tried there

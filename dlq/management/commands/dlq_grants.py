@@ -11,7 +11,8 @@ ROLE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 def grants(role: str, database: str) -> list[str]:
     """What the web, the workers and the drainer need, and no more: rows of every table,
     never UPDATE, DELETE or TRUNCATE on the audit trail (its trigger refuses them anyway),
-    and the one audited way to purge old audit rows. Owning nothing, the role cannot alter
+    nor a say in how old audit rows must be to go (dlq_auditretention, the owner's), and the
+    one audited way to purge them. Owning nothing, the role cannot alter
     a table or its trigger; not a superuser, it cannot set session_replication_role."""
     return [
         f'GRANT CONNECT ON DATABASE "{database}" TO {role};',
@@ -19,6 +20,7 @@ def grants(role: str, database: str) -> list[str]:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};",
         f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};",
         f"REVOKE UPDATE, DELETE, TRUNCATE ON dlq_auditentry FROM {role};",
+        f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON dlq_auditretention FROM {role};",
         f"GRANT EXECUTE ON FUNCTION dlq_purge_audit(timestamptz, integer) TO {role};",
     ]
 

@@ -88,8 +88,8 @@ class MuteForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        if not data.get("queue") and not data.get("group"):
-            raise forms.ValidationError("name a queue (or glob), a group, or both")
-        for field, found in mutes.problems(data.get("until"), data.get("reason", "x")).items():
-            self.add_error(field, found)
+        found = mutes.problems(data.get("until"), data.get("reason", "x"),
+                               data.get("queue", ""), data.get("group", ""))  # fmt: skip
+        for field, problem in found.items():
+            self.add_error(field, problem)
         return data
