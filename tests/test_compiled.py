@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dlq import compiled
 from dlq.broker import _wire, amqp, codec
+from dlq.broker.properties import FIELDS, SHORT_STRING_PROPERTIES, decode_properties
 from tests import ROOT
 from tests.ingestcases import HEADERS
 
@@ -114,7 +115,7 @@ _short = st.one_of(
 _properties = st.fixed_dictionaries(
     {},
     optional={
-        **dict.fromkeys(codec.SHORT_STRING_PROPERTIES, _short),
+        **dict.fromkeys(SHORT_STRING_PROPERTIES, _short),
         "delivery_mode": st.integers(0, 255),
         "priority": st.integers(0, 255),
         "timestamp": st.integers(0, 2**64 - 1),
@@ -127,9 +128,9 @@ def _decoded(properties_wire: bytes, compiled_too: bool):
     props = amqp.TypedProperties()
     try:
         if compiled_too:
-            _wire.decode_properties(props, properties_wire, 0, codec._FIELDS)
+            _wire.decode_properties(props, properties_wire, 0, FIELDS)
         else:
-            codec.decode_properties(props, properties_wire, 0)
+            decode_properties(props, properties_wire, 0)
     except (IndexError, struct.error, codec.UnknownFieldType) as e:
         return type(e)
     return repr(vars(props))

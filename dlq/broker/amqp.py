@@ -10,6 +10,7 @@ from pika import exceptions as _exc
 from pika import spec
 
 from dlq.broker import codec
+from dlq.broker.properties import check_property_names, encode_properties, read_properties
 
 ConnectionErrors = (_exc.AMQPConnectionError, ConnectionError, OSError)
 ChannelErrors = (_exc.AMQPChannelError,)
@@ -20,10 +21,10 @@ class TypedProperties(spec.BasicProperties):
     """BasicProperties whose headers are a typed table (dlq/broker/codec.py)."""
 
     def decode(self, encoded, offset=0):
-        return codec.read_properties(self, encoded, offset)
+        return read_properties(self, encoded, offset)
 
     def encode(self):
-        return codec.encode_properties(self)
+        return encode_properties(self)
 
 
 # Every content header pika decodes now comes through TypedProperties.
@@ -31,7 +32,7 @@ spec.props[spec.BasicProperties.INDEX] = TypedProperties
 
 
 def make_properties(properties: dict, headers: dict | None) -> TypedProperties:
-    codec.check_property_names(properties)
+    check_property_names(properties)
     return TypedProperties(headers=headers, **properties)
 
 

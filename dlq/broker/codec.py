@@ -1,10 +1,10 @@
-"""The lossless codec of AMQP field values and message properties (no pika here).
+"""The lossless codec of AMQP field values (no pika here); message properties, whose headers
+are a table of them, are dlq/broker/properties.py.
 
 pika 1.4.4 truncates `f`/`d` (float/double) header values on decode and cannot encode
 floats at all, and its decoded values lose the wire type (int8 vs int32, bytes vs str).
-So message properties are decoded and encoded here, for `TypedProperties`
-(dlq/broker/amqp.py), which pika uses for every content header. Headers come out in the
-console's *typed JSON* form and go back to the wire with the same type codes:
+So header tables are decoded and encoded here, in the console's *typed JSON* form, and go
+back to the wire with the same type codes:
 
     {"type": "longstr", "value": "text"}       {"type": "longstr", "base64": "..."} (not UTF-8)
     {"type": "bytes", "base64": "..."}          {"type": "bool", "value": true}
@@ -16,8 +16,6 @@ console's *typed JSON* form and go back to the wire with the same type codes:
     {"type": "void", "value": null}
 
 Table keys that are not UTF-8 are kept with surrogate escapes, which JSON carries.
-The other properties have fixed AMQP types and stay plain JSON (strings, ints); a short
-string that is not UTF-8 becomes {"base64": "..."}.
 """
 
 import base64
@@ -144,16 +142,16 @@ def decode_table(buf: bytes, off: int, depth: int = 0) -> tuple[dict, int]:
 # The same decoder, compiled (dlq/broker/_wire.pyx): TypedProperties.decode uses it where it is
 # built, and the Python above elsewhere (and as the reference, tests/test_compiled.py).
 try:
-    from dlq.broker import _wire
+    from dlq.broker import _wire as wire
 except ImportError:
-    _wire = None
+    wire = None
 else:
-    _wire.use(decode_value, MAX_NESTING)
+    wire.use(decode_value, MAX_NESTING)
 
 
 def decoder() -> str:
     """Which decoder reads the content headers: "compiled" or "Python"."""
-    return "compiled" if _wire is not None else "Python"
+    return "compiled" if wire is not None else "Python"
 
 
 # --- encoding ---------------------------------------------------------------------------
@@ -199,23 +197,23 @@ TYPE_NAMES = [
 ]
 
 
-def _fail(path: str, problem: str):
+def fail(path: str, problem: str):
     raise AmqpValueError(f"{path}: {problem}")
 
 
-def _raw_text(typed: dict, path: str) -> bytes:
+def raw_text(typed: dict, path: str) -> bytes:
     if "base64" in typed:
         try:
             return base64.b64decode(typed["base64"], validate=True)
         except (ValueError, TypeError):
-            _fail(path, "base64 is not valid base64")
+            fail(path, "base64 is not valid base64")
     value = typed.get("value")
     if not isinstance(value, str):
-        _fail(path, f"{typed.get('type')} needs a string value or base64")
+        fail(path, f"{typed.get('type')} needs a string value or base64")
     try:
         return value.encode()
     except UnicodeEncodeError:
-        _fail(path, "string is not valid Unicode")
+        fail(path, "string is not valid Unicode")
 
 
 def _number(typed: dict, path: str, name: str) -> bytes:
@@ -225,18 +223,18 @@ def _number(typed: dict, path: str, name: str) -> bytes:
         if isinstance(value, str) and value in _SPECIAL_FLOATS:
             value = _SPECIAL_FLOATS[value]
         if isinstance(value, bool) or not isinstance(value, int | float):
-            _fail(path, f"{name} needs a number")
+            fail(path, f"{name} needs a number")
         if not math.isfinite(value):  # RabbitMQ closes the whole connection (541) on one
-            _fail(path, f"RabbitMQ refuses {typed['value']} in a {name} header")
+            fail(path, f"RabbitMQ refuses {typed['value']} in a {name} header")
         try:
             return code + struct.pack(fmt, value)
         except (OverflowError, struct.error):
-            _fail(path, f"{value} does not fit a {name}")
+            fail(path, f"{value} does not fit a {name}")
     low, high = _INT_RANGES[name]
     if isinstance(value, bool) or not isinstance(value, int):
-        _fail(path, f"{name} needs a whole number")
+        fail(path, f"{name} needs a whole number")
     if not low <= value <= high:
-        _fail(path, f"{value} is outside the {name} range {low}..{high}")
+        fail(path, f"{value} is outside the {name} range {low}..{high}")
     return code + struct.pack(fmt, value)
 
 
@@ -244,70 +242,70 @@ def _decimal(typed: dict, path: str) -> bytes:
     try:
         value = Decimal(str(typed.get("value")))
     except InvalidOperation:
-        _fail(path, "decimal needs a decimal string such as '12.50'")
+        fail(path, "decimal needs a decimal string such as '12.50'")
     if not value.is_finite():
-        _fail(path, "decimal must be finite")
+        fail(path, "decimal must be finite")
     exponent = value.as_tuple().exponent
     scale = max(0, -exponent)
     raw = int(value.scaleb(scale))
     if scale > 255 or not -(2**31) <= raw < 2**31:
-        _fail(path, f"{value} does not fit an AMQP decimal (scale <= 255, 32-bit digits)")
+        fail(path, f"{value} does not fit an AMQP decimal (scale <= 255, 32-bit digits)")
     return b"D" + struct.pack(">Bi", scale, raw)
 
 
 def encode_value(typed, path: str = "value", depth: int = 0) -> bytes:
     if not isinstance(typed, dict) or "type" not in typed:
-        _fail(path, 'expected a typed value like {"type": "longstr", "value": "..."}')
+        fail(path, 'expected a typed value like {"type": "longstr", "value": "..."}')
     name = typed["type"]
     if not isinstance(name, str):
-        _fail(path, f"type must be one of: {', '.join(TYPE_NAMES)}")
+        fail(path, f"type must be one of: {', '.join(TYPE_NAMES)}")
     if name == "longstr":
-        raw = _raw_text(typed, path)
+        raw = raw_text(typed, path)
         return b"S" + struct.pack(">I", len(raw)) + raw
     if name == "bytes":
         if "base64" not in typed:
-            _fail(path, "bytes needs base64")
-        raw = _raw_text(typed, path)
+            fail(path, "bytes needs base64")
+        raw = raw_text(typed, path)
         return b"x" + struct.pack(">I", len(raw)) + raw
     if name in _CODES:
         return _number(typed, path, name)
     if name == "bool":
         if not isinstance(typed.get("value"), bool):
-            _fail(path, "bool needs true or false")
+            fail(path, "bool needs true or false")
         return b"t" + (b"\x01" if typed["value"] else b"\x00")
     if name == "decimal":
         return _decimal(typed, path)
     if name == "timestamp":
         value = typed.get("value")
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-            _fail(path, "timestamp needs whole seconds since 1970 (>= 0)")
+            fail(path, "timestamp needs whole seconds since 1970 (>= 0)")
         return b"T" + struct.pack(">Q", value)
     if name == "void":
         return b"V"
     if name in ("array", "table") and "base64" in typed:  # nested too deep to decode
-        raw = _raw_text(typed, path)
+        raw = raw_text(typed, path)
         return (b"A" if name == "array" else b"F") + struct.pack(">I", len(raw)) + raw
     if name in ("array", "table") and depth >= MAX_NESTING:
-        _fail(path, f"tables and arrays nest at most {MAX_NESTING} levels deep")
+        fail(path, f"tables and arrays nest at most {MAX_NESTING} levels deep")
     if name == "array":
         items = typed.get("value")
         if not isinstance(items, list):
-            _fail(path, "array needs a list")
+            fail(path, "array needs a list")
         data = b"".join(encode_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(items))
         return b"A" + struct.pack(">I", len(data)) + data
     if name == "table":
         return b"F" + encode_table(typed.get("value"), path, depth + 1)
-    _fail(path, f"unknown type {name!r} (one of: {', '.join(TYPE_NAMES)})")
+    fail(path, f"unknown type {name!r} (one of: {', '.join(TYPE_NAMES)})")
 
 
 def encode_table(table, path: str = "headers", depth: int = 0) -> bytes:
     if not isinstance(table, dict):
-        _fail(path, "a table needs an object")
+        fail(path, "a table needs an object")
     parts = []
     for key, typed in table.items():
         raw_key = key.encode("utf-8", "surrogateescape")
         if len(raw_key) > 255:
-            _fail(f"{path}.{key[:40]}", "a header name is at most 255 bytes")
+            fail(f"{path}.{key[:40]}", "a header name is at most 255 bytes")
         parts.append(bytes([len(raw_key)]) + raw_key)
         parts.append(encode_value(typed, f"{path}.{key}", depth))
     data = b"".join(parts)
@@ -388,132 +386,3 @@ def typed(value) -> dict:
 
 def typed_table(values: dict) -> dict:
     return {k: typed(v) for k, v in values.items()}
-
-
-# --- properties -------------------------------------------------------------------------
-
-SHORT_STRING_PROPERTIES = [
-    "content_type",
-    "content_encoding",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "type",
-    "user_id",
-    "app_id",
-    "cluster_id",
-]
-OCTET_PROPERTIES = ("delivery_mode", "priority")
-# Wire order of the basic properties, each with its flag bit.
-_FIELDS = [
-    ("content_type", "s", 15),
-    ("content_encoding", "s", 14),
-    ("headers", "F", 13),
-    ("delivery_mode", "B", 12),
-    ("priority", "B", 11),
-    ("correlation_id", "s", 10),
-    ("reply_to", "s", 9),
-    ("expiration", "s", 8),
-    ("message_id", "s", 7),
-    ("timestamp", "T", 6),
-    ("type", "s", 5),
-    ("user_id", "s", 4),
-    ("app_id", "s", 3),
-    ("cluster_id", "s", 2),
-]
-
-
-def _decode_short(buf: bytes, off: int):
-    n = buf[off]
-    raw = buf[off + 1 : off + 1 + n]
-    try:
-        return raw.decode(), off + 1 + n
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(raw).decode()}, off + 1 + n
-
-
-def _encode_short(name: str, value) -> bytes:
-    if isinstance(value, dict) and "base64" in value:
-        raw = _raw_text({"type": "shortstr", **value}, name)
-    elif isinstance(value, str):
-        raw = _raw_text({"type": "shortstr", "value": value}, name)
-    else:
-        _fail(name, "needs a string")
-    if len(raw) > 255:
-        _fail(name, f"is {len(raw)} bytes; AMQP short strings are at most 255")
-    return bytes([len(raw)]) + raw
-
-
-def decode_properties(props, encoded: bytes, offset: int = 0):
-    """Set props' attributes from a content header's property list (flags, then values)."""
-    flags, shift = 0, 0
-    while True:
-        (partial,) = _U16(encoded, offset)
-        offset += 2
-        flags |= partial << shift
-        shift += 16
-        if not partial & 1:
-            break
-    for name, kind, bit in _FIELDS:
-        if not flags & (1 << bit):
-            continue
-        if kind == "s":
-            value, offset = _decode_short(encoded, offset)
-        elif kind == "F":
-            value, offset = decode_table(encoded, offset)
-        elif kind == "B":
-            value, offset = encoded[offset], offset + 1
-        else:
-            value, offset = _U64(encoded, offset)[0], offset + 8
-        setattr(props, name, value)
-    return props
-
-
-PROPERTY_NAMES = tuple(name for name, _, _ in _FIELDS if name != "headers")
-
-
-def properties_to_json(props) -> dict:
-    """The non-header properties that are set, as plain JSON (headers are kept apart)."""
-    values = {}
-    for name in PROPERTY_NAMES:  # in wire order, which is the order of the stored JSON
-        value = getattr(props, name)
-        if value is not None:
-            values[name] = value
-    return values
-
-
-def read_properties(props, encoded, offset: int = 0):
-    """decode_properties, compiled where it is built."""
-    if _wire is not None and type(encoded) is bytes:
-        return _wire.decode_properties(props, encoded, offset, _FIELDS)
-    return decode_properties(props, encoded, offset)
-
-
-def check_property_names(properties: dict) -> None:
-    unknown = set(properties) - set(PROPERTY_NAMES)
-    if unknown:
-        _fail("properties", f"unknown AMQP properties: {', '.join(sorted(unknown))}")
-
-
-def encode_properties(props) -> list[bytes]:
-    """A content header's property list: the flags, then each value that is set."""
-    flags, pieces = 0, []
-    for name, kind, bit in _FIELDS:
-        value = getattr(props, name)
-        if value is None:
-            continue
-        flags |= 1 << bit
-        if kind == "s":
-            pieces.append(_encode_short(name, value))
-        elif kind == "F":
-            pieces.append(encode_table(value))
-        elif kind == "B":
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 255:
-                _fail(name, "needs a whole number 0..255")
-            pieces.append(bytes([value]))
-        else:
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-                _fail(name, "needs whole seconds since 1970 (0 to 2**64-1)")
-            pieces.append(struct.pack(">Q", value))
-    return [struct.pack(">H", flags)] + pieces

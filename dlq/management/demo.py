@@ -23,6 +23,7 @@ import uuid
 from datetime import UTC, datetime
 
 from dlq.broker import amqp, codec
+from dlq.broker.properties import properties_to_json
 from dlq.messages.deaths import x_death_entries
 
 PAYMENT_RETRIES = 3
@@ -241,7 +242,7 @@ def _payments(ch, n: dict, run: str, deadline: float) -> dict:
             "",
             n["payments_parking"],
             body,
-            amqp.make_properties(codec.properties_to_json(props), headers),
+            amqp.make_properties(properties_to_json(props), headers),
             mandatory=True,
         )
         ch.basic_ack(method.delivery_tag)

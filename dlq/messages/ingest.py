@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import orjson
 
-from dlq.broker.codec import plain, properties_to_json
+from dlq.broker.codec import plain
+from dlq.broker.properties import properties_to_json
 from dlq.messages import deaths
 
 SEARCH_BODY_BYTES = 64 * 1024

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from dlq.actions import message as message_actions
-from dlq.broker import codec
+from dlq.broker.properties import properties_to_json
 from dlq.models import Message, Status
 from dlq.models.actions import Outcome, Replay
 from tests.conftest import drain_once, publish
@@ -120,7 +120,7 @@ def test_it_replays_a_message_byte_for_byte_except_the_documented_changes(channe
         assert (method.exchange, method.routing_key) == (orders, "order.created")
         expected_props = _properties(name)
         del expected_props["expiration"], expected_props["user_id"]
-        assert codec.properties_to_json(props) == expected_props
+        assert properties_to_json(props) == expected_props
         replay = Replay.objects.get(message=row)
         assert props.headers == {
             **NASTY_HEADERS,
