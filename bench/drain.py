@@ -38,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BROKER = "amqp://guest:guest@localhost:5672/%2F"
+DEFAULT_MANAGEMENT = "http://guest:guest@localhost:15672"
 DEFAULT_DB = "postgres://root@127.0.0.1:5432/dlq_bench"
 PREFETCH, ACK_EVERY = 2000, 500
 PRODUCT_SETTINGS = ("DLQ_DRAIN_BATCH", "DLQ_DRAIN_PREFETCH", "DLQ_DRAIN_FLUSH_MS",
@@ -117,6 +118,7 @@ def make_database(url: str) -> None:
 def drainer_env(db_url: str, broker_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in PRODUCT_SETTINGS}
     env.update(DATABASE_URL=db_url, DLQ_BROKER_URL=broker_url)
+    env.setdefault("DLQ_MANAGEMENT_URL", DEFAULT_MANAGEMENT)
     return env
 
 
@@ -325,8 +327,14 @@ def main() -> None:
         help=f"benchmark database, dropped and recreated ({DEFAULT_DB})",
     )
     parser.add_argument("--broker-url", default=os.environ.get("DLQ_BROKER_URL", DEFAULT_BROKER))
+    parser.add_argument(
+        "--management-url",
+        default=os.environ.get("DLQ_MANAGEMENT_URL", DEFAULT_MANAGEMENT),
+        help="the same broker's management API (RabbitMQ 4.0 here: http://...:15673)",
+    )
     parser.add_argument("--ceiling-worker", metavar="QUEUE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
     if args.ceiling_worker:
         ceiling_worker(args.broker_url, args.ceiling_worker, args.n)
         return

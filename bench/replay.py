@@ -249,7 +249,13 @@ def main() -> None:
         help=f"benchmark database, dropped and recreated ({DEFAULT_DB})",
     )
     parser.add_argument("--broker-url", default=os.environ.get("DLQ_BROKER_URL", DEFAULT_BROKER))
+    parser.add_argument(
+        "--management-url",
+        default=os.environ.get("DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672"),
+        help="the same broker's management API (RabbitMQ 4.0 here: http://...:15673)",
+    )
     args = parser.parse_args()
+    os.environ["DLQ_MANAGEMENT_URL"] = args.management_url
 
     print(f"benchmark database {args.database_url}: recreating and migrating", flush=True)
     make_database(args.database_url)

@@ -16,7 +16,7 @@ def _str(value: str) -> dict:
     return {"type": "longstr", "value": value}
 
 
-def _headers(died_in: str, exception: str, at: datetime) -> dict:
+def _headers(died_in: str, exception: str, at: datetime, message_type: str = "") -> dict:
     death = {
         "count": {"type": "int64", "value": 1},
         "reason": _str("rejected"),
@@ -32,17 +32,18 @@ def _headers(died_in: str, exception: str, at: datetime) -> dict:
         "x-first-death-exchange": _str(""),
         "MT-Fault-ExceptionType": _str(exception),
         "MT-Fault-Message": _str("it failed"),
+        **({"MT-Fault-MessageType": _str(message_type)} if message_type else {}),
     }
 
 
 def arrive(queue: str, count: int = 1, *, exception: str = "ValueError", died_in: str = "",
            at: datetime | None = None, spread: timedelta = timedelta(0),
-           batch: int = 500) -> list[int]:  # fmt: skip
+           batch: int = 500, message_type: str = "") -> list[int]:  # fmt: skip
     """Store `count` arrivals in `queue` through dlq.store, `batch` rows per transaction,
     received evenly over `spread` from `at`; their ids."""
     at = at or datetime.now(UTC)
     died_in = died_in or queue.rsplit(".", 1)[0]
-    props = amqp.make_properties({}, _headers(died_in, exception, at))
+    props = amqp.make_properties({}, _headers(died_in, exception, at, message_type))
     delivery = Delivery(queue, "/", "", died_in, False, props, b'{"n": 1}')
     step = spread / count if count else spread
     rows = [build_row(delivery, at + i * step) for i in range(count)]

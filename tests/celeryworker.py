@@ -12,6 +12,10 @@ from contextlib import contextmanager
 from dlq.tasks import jobs as job_tasks
 from tests import ROOT
 
+# Celery's own transport: one broker for every test, so the test process and its worker
+# meet whichever broker the test itself runs on.
+CELERY_TRANSPORT = os.environ.get("CELERY_BROKER_URL") or "amqp://guest:guest@127.0.0.1:5672/%2F"
+
 CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "1",
           "--without-gossip", "--without-mingle", "--without-heartbeat"]  # fmt: skip
 

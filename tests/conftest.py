@@ -1,6 +1,5 @@
 """Shared fixtures: a real RabbitMQ, a real PostgreSQL; every test names its own queues."""
 
-import os
 import uuid
 
 import pytest
@@ -8,7 +7,7 @@ import pytest
 from dlq.broker import amqp, codec
 from dlq.drain.drainer import Drainer
 from dlq.tasks import jobs as job_tasks
-from tests.celeryworker import jobs_on_worker
+from tests.celeryworker import CELERY_TRANSPORT, jobs_on_worker
 from tests.factories import client_for, make_user
 from tests.topology import Topology
 
@@ -17,9 +16,8 @@ pytest_plugins = [
     "tests.browser",
     "tests.drainfixtures",
     "tests.httprecorder",
+    "tests.rabbits",
 ]
-
-BROKER_URL = os.environ.get("DLQ_BROKER_URL", "amqp://guest:guest@localhost:5672/%2F")
 
 
 @pytest.fixture
@@ -29,8 +27,9 @@ def unique():
 
 
 @pytest.fixture
-def channel():
-    conn = amqp.connect(BROKER_URL, "dlq-tests")
+def channel(rabbit):
+    """A channel on the broker the test runs on (see tests/rabbits.py)."""
+    conn = amqp.connect(rabbit.url, "dlq-tests")
     ch = conn.channel()
     yield ch
     if conn.is_open:
@@ -38,15 +37,21 @@ def channel():
 
 
 @pytest.fixture
-def cleanup_queues(channel):
+def cleanup_queues(rabbit, channel):
     """Queues and exchanges a test declares; deleted afterwards."""
-    made = {"queues": [], "exchanges": []}
+    made = {"queues": [], "exchanges": [], "celery": []}
     yield made
-    conn = amqp.connect(BROKER_URL, "dlq-tests-cleanup")
+    _delete(rabbit.url, made["queues"], made["exchanges"])
+    if made["celery"]:  # Celery's own queue and exchange live on its transport
+        _delete(CELERY_TRANSPORT, made["celery"], made["celery"])
+
+
+def _delete(url: str, queues: list[str], exchanges: list[str]) -> None:
+    conn = amqp.connect(url, "dlq-tests-cleanup")
     ch = conn.channel()
-    for name in made["queues"]:
+    for name in queues:
         ch.queue_delete(name)
-    for name in made["exchanges"]:
+    for name in exchanges:
         ch.exchange_delete(name)
     conn.close()
 
@@ -100,6 +105,7 @@ def publish(ch, exchange: str, routing_key: str, body: bytes, headers: dict | No
 
 
 def drain_once(patterns: list[str], **kwargs) -> Drainer:
-    drainer = Drainer(patterns=patterns, once=True, broker_url=BROKER_URL, **kwargs)
+    """Drain the queues once from the broker the test runs on (its settings)."""
+    drainer = Drainer(patterns=patterns, once=True, **kwargs)
     assert drainer.run() == 0
     return drainer

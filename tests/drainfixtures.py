@@ -11,7 +11,7 @@ LEDGER = re.compile(r"ledger=(dlq-drain-acks\.[0-9a-f]{32})")
 
 
 @pytest.fixture
-def broker():
+def broker(rabbit):
     """The test's own broker connection; the queues and exchanges it declared are deleted."""
     b = Broker()
     yield b
@@ -19,7 +19,7 @@ def broker():
 
 
 @pytest.fixture
-def spawn():
+def spawn(rabbit):
     """Start drainer subprocesses; each still running at teardown is SIGKILLed (by its pid)."""
     started: list[DrainProcess] = []
 

@@ -23,10 +23,8 @@ import pika
 
 from dlq.broker import amqp
 from tests import ROOT
-from tests.conftest import BROKER_URL
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
-MANAGEMENT = os.environ.get("DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672")
 
 
 # --- databases ----------------------------------------------------------------------------
@@ -87,6 +85,13 @@ def fingerprints(queue: str) -> int:
     return Message.objects.filter(queue=queue).values("fingerprint").distinct().count()
 
 
+def death_seconds(queue: str) -> int:
+    """Distinct death times (1 s resolution) among a queue's rows."""
+    from dlq.models import Message
+
+    return Message.objects.filter(queue=queue).values("first_death_at").distinct().count()
+
+
 def row_count(queue: str) -> int:
     from dlq.models import Message
 
@@ -115,10 +120,13 @@ def pending_summary() -> str:
 
 
 class Broker:
-    """A test's own connection for declaring, publishing and counting."""
+    """A test's own connection for declaring, publishing and counting, on the broker the
+    test runs on (the `rabbit` fixture sets DLQ_BROKER_URL)."""
 
     def __init__(self):
-        self.conn = amqp.connect(BROKER_URL, "dlq-tests-drainproc")
+        from django.conf import settings
+
+        self.conn = amqp.connect(settings.DLQ_BROKER_URL, "dlq-tests-drainproc")
         self.ch = self.conn.channel()
         self.queues: list[str] = []
         self.exchanges: list[str] = []
@@ -195,10 +203,15 @@ def twins(total: int, distinct: int, tag: str = "") -> list[tuple[bytes, dict]]:
 # --- the management API -------------------------------------------------------------------
 
 
-def management(method: str, path: str):
-    parts = urllib.parse.urlsplit(MANAGEMENT)
+def management(method: str, path: str, body: dict | None = None):
+    """A management API call on the broker the test runs on."""
+    from django.conf import settings
+
+    parts = urllib.parse.urlsplit(settings.DLQ_MANAGEMENT_URL)
     url = f"{parts.scheme}://{parts.hostname}:{parts.port or 15672}{path}"
-    request = urllib.request.Request(url, method=method)
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, method=method, data=data)
+    request.add_header("Content-Type", "application/json")
     creds = f"{parts.username or 'guest'}:{parts.password or 'guest'}".encode()
     request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -251,11 +264,13 @@ class DrainProcess:
     """`manage.py drain` as a subprocess, its log in a temp file."""
 
     def __init__(self, queues: list[str], db_url: str, once=False, env=None, name="drain"):
+        from django.conf import settings
+
         self.log_path = Path(tempfile.mkstemp(prefix=f"dlq-{name}-", suffix=".log")[1])
         full_env = {
             **os.environ,
             "DATABASE_URL": db_url,
-            "DLQ_BROKER_URL": BROKER_URL,
+            "DLQ_BROKER_URL": settings.DLQ_BROKER_URL,  # the `rabbit` fixture's
             "DLQ_LOG_LEVEL": "INFO",
             "DLQ_LOG_JSON": "false",
             "PYTHONUNBUFFERED": "1",

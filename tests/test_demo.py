@@ -6,15 +6,15 @@ from django.core.management import call_command
 
 from dlq.management import demo
 from dlq.models import Message
-from tests.conftest import BROKER_URL, drain_once
+from tests.conftest import drain_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def prefix(unique):
+def prefix(rabbit, unique):
     yield unique
-    demo.delete(BROKER_URL, unique)
+    demo.delete(rabbit.url, unique)
 
 
 def parking_patterns(prefix: str) -> list[str]:
@@ -22,8 +22,7 @@ def parking_patterns(prefix: str) -> list[str]:
     return [f"{prefix}.*.dlq", f"{prefix}.*.dead", f"{prefix}.*.parking", f"{prefix}.*_error"]
 
 
-def test_demo_dead_letters_a_varied_set_that_the_drainer_stores(prefix, settings):
-    settings.DLQ_BROKER_URL = BROKER_URL
+def test_demo_dead_letters_a_varied_set_that_the_drainer_stores(prefix):
     out = StringIO()
     call_command("dlq_demo", prefix=prefix, stdout=out)
     assert f"{prefix}.orders.dlq" in out.getvalue()
@@ -71,8 +70,7 @@ def test_demo_dead_letters_a_varied_set_that_the_drainer_stores(prefix, settings
     assert json.loads(bytes(invoice.body))["messageType"]
 
 
-def test_demo_can_run_again_and_adds_another_set(prefix, settings):
-    settings.DLQ_BROKER_URL = BROKER_URL
+def test_demo_can_run_again_and_adds_another_set(prefix):
     for _ in range(2):
         call_command("dlq_demo", prefix=prefix, stdout=StringIO())
 

@@ -47,7 +47,7 @@ def _sign_in(port: int, username: str, password: str) -> str:
         return response.read().decode(errors="replace")
 
 
-def test_the_run_command_brings_the_console_up_and_down(tmp_path, unique):
+def test_the_run_command_brings_the_console_up_and_down(rabbit, tmp_path, unique):
     port = free_port()
     log = tmp_path / "up.log"
     env = {
@@ -68,6 +68,9 @@ def test_the_run_command_brings_the_console_up_and_down(tmp_path, unique):
         _wait_for_output(proc, log, rf"running at http://localhost:{port}/", 120)
         password = _wait_for_output(proc, log, r"user 'admin', password '([^']+)'", 5)[1]
         _wait_for_output(proc, log, r"(?i)celery@\S+ ready", 120)
+        # Its drainer drains the broker of DLQ_BROKER_URL (the `rabbit` fixture's).
+        amqp_port = urllib.parse.urlsplit(rabbit.url).port
+        _wait_for_output(proc, log, rf"connected[^\n]*:{amqp_port}\b", 60)
 
         deadline = time.monotonic() + 60
         while True:

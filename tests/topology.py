@@ -27,11 +27,10 @@ class Topology:
         return name
 
     def celery_queue(self, suffix: str = "celery") -> str:
-        """A Celery queue of the test's own: Celery declares it (and an exchange of the same
-        name) itself; both are deleted after the test."""
+        """A Celery queue of the test's own on Celery's transport: Celery declares it (and an
+        exchange of the same name) itself; both are deleted after the test."""
         name = self.name(suffix)
-        self.cleanup["queues"].append(name)
-        self.cleanup["exchanges"].append(name)
+        self.cleanup["celery"].append(name)
         return name
 
     def parking(self, suffix: str = "dlq", **arguments) -> tuple[str, str]:

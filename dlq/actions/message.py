@@ -323,8 +323,11 @@ def _map_diff(old: dict, new: dict) -> dict:
 
 
 def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=None,
-         headers=None, properties=None, request_id: str = "") -> Message:  # fmt: skip
-    """Change body, headers or properties of a parked message; the old version is kept."""
+         headers=None, properties=None, request_id: str = "",
+         stored_body: bool = False) -> Message:  # fmt: skip
+    """Change body, headers or properties of a parked message; the old version is kept.
+    `stored_body`: the body is one the console stored before (a version being restored),
+    taken as it is, like the body a message arrived with."""
     reason = _require_reason(reason)
     body = _new_body(body_text, body_base64)
     if headers is not None:
@@ -338,7 +341,7 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         new_body = old_body if body is None else body
         new_props = old_props if properties is None else properties
         new_headers = old_headers if headers is None else headers
-        if body is not None:  # a headers or properties edit leaves the body as it came
+        if body is not None and not stored_body:  # as it came: never refused for its content
             _check_body(new_body, new_props)
         diff = {
             "body": _body_diff(old_body, new_body, old_props.get("content_encoding") or "")
@@ -358,6 +361,31 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         audit.record(actor, AuditAction.EDIT, reason, [message.pk], diff=diff,
                      request_id=request_id)  # fmt: skip
     return message
+
+
+def restore_version(message_id: int, number: int, actor, reason: str,
+                    request_id: str = "") -> Message:  # fmt: skip
+    """Make an earlier version the current one: an edit like any other (a reason, audited,
+    only while parked; the version it replaces is kept in turn)."""
+    version = MessageVersion.objects.filter(message_id=message_id, number=number).first()
+    if version is None:
+        raise NotFound(f"message {message_id} has no version {number}")
+    return edit(message_id, actor, reason, request_id=request_id, stored_body=True,
+                body_base64=base64.b64encode(bytes(version.body)).decode(),
+                properties=json.loads(version.properties_json),
+                headers=json.loads(version.headers_json))  # fmt: skip
+
+
+def version_diff(version: MessageVersion, message: Message) -> dict:
+    """What restoring `version` would change, in an edit's audit diff shape."""
+    old_body, new_body = bytes(message.body), bytes(version.body)
+    encoding = message.properties.get("content_encoding") or ""
+    diff = {
+        "body": _body_diff(old_body, new_body, encoding) if new_body != old_body else None,
+        "properties": _map_diff(message.properties, json.loads(version.properties_json)),
+        "headers": _map_diff(message.headers, json.loads(version.headers_json)),
+    }
+    return {k: v for k, v in diff.items() if v}
 
 
 def _keep_version(message: Message, actor, reason: str) -> None:

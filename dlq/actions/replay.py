@@ -45,6 +45,11 @@ def load_overrides() -> list[ReplayOverride]:
     return list(ReplayOverride.objects.order_by("id"))
 
 
+def target_for(queue: str) -> ReplayOverride | None:
+    """The per-queue replay target that "original" follows for `queue`, if any."""
+    return _override(queue, None)
+
+
 def _override(queue: str, overrides) -> ReplayOverride | None:
     for override in load_overrides() if overrides is None else overrides:
         if fnmatch.fnmatchcase(queue, override.queue_pattern):

@@ -43,7 +43,9 @@ log = logging.getLogger("dlq.alerts")
 GAP_GRACE = timedelta(seconds=30)  # far longer than any drain batch takes to commit
 MAX_GROUPS = 500  # distinct groups a digest itemises; arrivals of the rest are still counted
 DEFAULT_RULE = "all drained queues"
-_GROUP_FIELDS = ("queue", "group", "exception_type", "death_reason", "failed_queue")
+_GROUP_FIELDS = (
+    "queue", "group", "exception_type", "death_reason", "failed_queue", "message_type"
+)  # fmt: skip
 
 
 # --- the arrival horizon ----------------------------------------------------------------
@@ -169,6 +171,7 @@ def _add(digest: AlertDigest, s: dict, new: bool) -> None:
             exception_type=s["exception_type"],
             reason=s["death_reason"],
             failed_queue=s["failed_queue"],
+            message_type=s["message_type"],
         )
     group["count"] += s["n"]
     if new and s["group"] not in digest.new_groups:

@@ -23,7 +23,9 @@ def _queue_item(queue: str, count: int) -> Item:
 
 
 def _group_item(group: str, info: dict, new: bool) -> Item:
-    name = info["exception_type"] or info["reason"] or f"group {group}"
+    failure = info["exception_type"] or info["reason"] or f"group {group}"
+    # Digests stored before 0.4.0 have no message type.
+    name = " · ".join(filter(None, [info.get("message_type", ""), failure]))
     where = [("in", info["queue"])]
     if info["failed_queue"]:
         where.append(("died in", info["failed_queue"]))

@@ -59,9 +59,11 @@ def check_queue(vhost: str, queue: dict, drained: bool, work: bool, v4: bool) ->
         warnings += [Finding(vhost, name, "near_full", r) for r in _near_full(queue)]
     limit = _delivery_limit(queue, v4)
     if queue.get("type") == "quorum" and limit is not None and not _has_dlx(queue):
+        which = "a delivery limit" if _limit_set(queue) else "RabbitMQ 4's default delivery limit"
+        fails = "its first delivery" if limit == 0 else f"{limit + 1} deliveries"
         reason = (
-            f"quorum queue with a delivery limit of {limit} and no dead-letter exchange:"
-            f" a message delivered {limit} times without an ack is dropped"
+            f"quorum queue with {which} of {limit} and no dead-letter exchange:"
+            f" a message that fails {fails} is dropped"
         )
         warnings.append(Finding(vhost, name, "delivery_limit", reason))
     elif work and not drained and not _has_dlx(queue):
@@ -93,12 +95,16 @@ def _matches(queue: dict, patterns) -> bool:
 
 def _setting(queue: dict, argument: str, policy_key: str):
     """The stricter (smaller) of the queue argument and the effective policy's value."""
+    numbers = _int_settings(queue, argument, policy_key)
+    return min(numbers) if numbers else None
+
+
+def _int_settings(queue: dict, argument: str, policy_key: str) -> list[int]:
     values = [
         (queue.get("arguments") or {}).get(argument),
         (queue.get("effective_policy_definition") or {}).get(policy_key),
     ]
-    numbers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-    return min(numbers) if numbers else None
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
 
 
 def _text_setting(queue: dict, argument: str, policy_key: str) -> str:
@@ -115,10 +121,18 @@ def _has_dlx(queue: dict) -> bool:
 
 
 def _delivery_limit(queue: dict, v4: bool) -> int | None:
-    limit = _setting(queue, "x-delivery-limit", "delivery-limit")
-    if limit is None and v4:
-        return DEFAULT_DELIVERY_LIMIT_V4
-    return None if limit is None or limit < 0 else limit  # -1: unlimited (4.x)
+    """The limit in force (redeliveries before the drop), None for none. 3.x has none unless
+    set, and takes a negative one as 0; 4.x defaults to 20, and a negative limit switches it
+    off. The queue argument and the policy both count."""
+    values = _int_settings(queue, "x-delivery-limit", "delivery-limit")
+    if not values:
+        return DEFAULT_DELIVERY_LIMIT_V4 if v4 else None
+    limits = [v for v in values if v >= 0] if v4 else [max(v, 0) for v in values]
+    return min(limits) if limits else None
+
+
+def _limit_set(queue: dict) -> bool:
+    return bool(_int_settings(queue, "x-delivery-limit", "delivery-limit"))
 
 
 def _near_full(queue: dict) -> list[str]:

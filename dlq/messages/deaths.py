@@ -121,16 +121,14 @@ def _from_x_death(death: Death, headers: dict, entries: list[dict]) -> None:
     last_reason = _str(plain(headers.get("x-last-death-reason")))
     death.failed_queue = last_queue or entries[0]["queue"]
     death.reason = last_reason or entries[0]["reason"]
-    times = [e["time"] for e in entries if e["time"]]
-    death.first_death_at = min(times) if times else None
     # The first death is named by x-first-death-*; x-death[-1] is only the oldest entry
     # still listed (a repeated queue+reason moves to the front).
     first_queue = _str(plain(headers.get("x-first-death-queue")))
     first_reason = _str(plain(headers.get("x-first-death-reason")))
-    first = next(
-        (e for e in entries if e["queue"] == first_queue and e["reason"] == first_reason),
-        entries[-1],
+    named = next(
+        (e for e in entries if e["queue"] == first_queue and e["reason"] == first_reason), None
     )
+    first = named or entries[-1]
     first_exchange = plain(headers.get("x-first-death-exchange"))
     death.original_exchange = (
         _str(first_exchange)
@@ -138,6 +136,9 @@ def _from_x_death(death: Death, headers: dict, entries: list[dict]) -> None:
         else (first["exchange"] if first["exchange_known"] else None)
     )
     death.original_routing_keys = first["routing_keys"]
+    # Only the entry the broker named: without x-first-death-* the oldest listed entry may be
+    # one a client supplied (3.x keeps it), and its time must not pass for the first death.
+    death.first_death_at = named["time"] if named else None
 
 
 def _queue_from_address(address: str) -> str:
@@ -250,7 +251,8 @@ def _symfony_stamp(death: Death, value: str) -> None:
         death.exception_message = _str(stamp.get("exceptionMessage")) or death.exception_message
         retries = stamp.get("retryCount")  # RedeliveryStamp
         if isinstance(retries, int) and not isinstance(retries, bool):
-            death.delivery_count = retries
+            # The highest: sending to the failure transport adds one with a count of 0.
+            death.delivery_count = max(retries, death.delivery_count or 0)
         flat = stamp.get("flattenException")
         trace = _str(flat.get("traceAsString")) if isinstance(flat, dict) else ""
         death.exception_stacktrace = trace or death.exception_stacktrace
@@ -289,13 +291,16 @@ def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
     return retries if "task" in h else None
 
 
-def read(headers: dict, parking_queue_is_quorum: bool = False) -> Death:
-    """Everything the console derives from a message's headers."""
+def read(headers: dict, parking_queue_is_quorum: bool = False, amqp_type=None) -> Death:
+    """Everything the console derives from a message's headers (and its AMQP `type`
+    property, the message type when no framework header names one)."""
     death = Death()
     entries = x_death_entries(headers)
     if entries:
         _from_x_death(death, headers, entries)
     _from_frameworks(death, headers)
+    if not death.message_type and isinstance(amqp_type, str):  # {"base64"}: not UTF-8
+        death.message_type = amqp_type
     count = _delivery_count(headers, parking_queue_is_quorum)
     death.delivery_count = death.delivery_count if count is None else count
     return death

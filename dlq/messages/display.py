@@ -8,6 +8,7 @@ so inflating always stops at a byte cap and says that it did.
 import json
 import zlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 # What the API's body_text may hold when a body is inflated (beyond: cut, with a flag).
 API_INFLATE_LIMIT = 8 * 1024 * 1024
@@ -131,11 +132,28 @@ PREVIEW_CHARS = 4000  # a forged header can be huge: the page shows its start
 PROPERTY_TYPES = {"delivery_mode": "octet", "priority": "octet", "timestamp": "timestamp"}
 
 
+FOLD_CHARS = 160  # a longer value (or one of several lines) is folded behind its start
+# Shown as the death timeline: in the table only behind a click.
+TIMELINE_HEADERS = frozenset(["x-death"])
+
+
 @dataclass(frozen=True)
 class FieldRow:
     name: str
     type: str
     value: str
+    moment: datetime | None = None  # a timestamp, shown as a date in the reader's zone
+
+    @property
+    def folded(self) -> bool:
+        return self.name in TIMELINE_HEADERS or len(self.value) > FOLD_CHARS or "\n" in self.value
+
+    @property
+    def summary(self) -> str:
+        if self.name in TIMELINE_HEADERS:
+            return "shown above as the death timeline; the typed value"
+        first = self.value.split("\n", 1)[0]
+        return first[:80] + "…"
 
 
 def readable(text: str) -> str:
@@ -173,8 +191,29 @@ def _json(value) -> str:
 
 
 def header_rows(headers: dict) -> list[FieldRow]:
-    return [FieldRow(readable(str(name)), str(typed.get("type", "?")) if isinstance(typed, dict)
-                     else "?", shown(typed)) for name, typed in headers.items()]  # fmt: skip
+    return [
+        FieldRow(
+            readable(str(name)),
+            str(typed.get("type", "?")) if isinstance(typed, dict) else "?",
+            shown(typed),
+            _moment(typed.get("value")) if _is_timestamp(typed) else None,
+        )
+        for name, typed in headers.items()
+    ]
+
+
+def _is_timestamp(typed) -> bool:
+    return isinstance(typed, dict) and typed.get("type") == "timestamp"
+
+
+def _moment(seconds) -> datetime | None:
+    """A timestamp as a date; None for one no calendar holds (a forged header)."""
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def property_rows(properties: dict) -> list[FieldRow]:
@@ -183,6 +222,9 @@ def property_rows(properties: dict) -> list[FieldRow]:
     for name, value in properties.items():
         if isinstance(value, dict) and "base64" in value:
             rows.append(FieldRow(name, "shortstr (bytes)", f"base64:{value['base64']}"))
+        elif name == "timestamp":
+            rows.append(FieldRow(name, "timestamp", shown({"type": "timestamp", "value": value}),
+                                 _moment(value)))  # fmt: skip
         else:
             rows.append(FieldRow(name, PROPERTY_TYPES.get(name, "shortstr"), str(value)))
     return rows

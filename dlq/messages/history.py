@@ -107,7 +107,7 @@ def edit_diff(diff: dict) -> dict:
     return {
         "body_unified": _unified(body),
         "body_sizes": (body.get("before_size"), body.get("after_size"))
-        if "before_size" in body
+        if "before_base64" in body  # not text: no line diff to show
         else None,
         "fields": [
             {"section": section, "name": readable(name),

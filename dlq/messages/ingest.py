@@ -172,7 +172,7 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
     headers = d.properties.headers or {}
     props_json = dumps(props)
     headers_json = dumps(headers)
-    death = deaths.read(headers, d.quorum)
+    death = deaths.read(headers, d.quorum, props.get("type"))
     origin_id, replay_count = _origin(headers)
     keys = [clean(k) for k in death.original_routing_keys]
     return {

@@ -20,6 +20,8 @@ EXACT_FILTERS = {
     "status": "status",
     "reason": "death_reason",
     "exception_type": "exception_type",
+    "message_type": "message_type",
+    "vhost": "vhost",
     "group": "group",
 }
 

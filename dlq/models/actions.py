@@ -79,6 +79,7 @@ class AuditAction(models.TextChoices):
     SIGN_IN_LOCKED = "sign_in_locked"
     AUDIT_PURGE = "audit_purge"
     CHANNEL_CHANGE = "channel_change"
+    REPLAY_TARGET_CHANGE = "replay_target_change"
 
 
 class AuditEntry(models.Model):

@@ -71,6 +71,12 @@ class Message(models.Model):
             models.Index(fields=["queue", "-id"], name="msg_queue_id"),
             models.Index(fields=["status", "-id"], name="msg_status_id"),
             models.Index(fields=["group", "-id"], name="msg_group_id"),
+            # Partial: a message no framework names costs the drainer no entry here.
+            models.Index(
+                fields=["message_type", "-id"],
+                name="msg_type_id",
+                condition=~models.Q(message_type=""),
+            ),
             # With id: a time range's ids come from the index alone (queries.page).
             models.Index(fields=["received_at", "id"], name="msg_received"),
             # The queue overview counts from this index alone (an index-only scan).

@@ -82,6 +82,8 @@ class MessageFilter(Query):
     exchange: Text | None = Field(None, description="the exchange or the original exchange")
     routing_key: Text | None = Field(None, description="the routing key or the original one")
     exception_type: Text | None = None
+    message_type: Text | None = Field(None, description="the message type, exactly")
+    vhost: Text | None = Field(None, description="the vhost it was drained from")
     group: Text | None = Field(None, description="failure fingerprint")
     received_after: DateTime | None = Field(None, description="ISO 8601, inclusive")
     received_before: DateTime | None = Field(None, description="ISO 8601, exclusive")

@@ -1,6 +1,7 @@
 """The API's shapes of stored messages and queues, as JSON out."""
 
 import base64
+import json
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,11 @@ class MessageOut(Schema):
     content_encoding: str
     exception_type: str
     exception_message: str
+    message_type: str = Field(
+        description="the message's type as its framework names it (Celery's task, Symfony's"
+        " message class, MassTransit's or NServiceBus's message type, Spring's __TypeId__, the"
+        " AMQP type property); empty when none"
+    )
     group: str
     replay_count: int
 
@@ -55,6 +61,15 @@ class HistoryEvent(Schema):
     detail: dict[str, Any]
 
 
+class VersionOut(Schema):
+    at: datetime = Field(description="when the edit that replaced this version was made")
+    actor: str = Field(description="who made that edit")
+    reason: str = Field(description="the edit's reason")
+    body_base64: str
+    properties: dict[str, Any] = Field(description=PROPERTIES_DOC)
+    headers: dict[str, TypedValue] = Field(description="AMQP headers, each a TypedValue")
+
+
 class MessageDetail(MessageOut):
     exception_stacktrace: str
     body_base64: str
@@ -68,6 +83,10 @@ class MessageDetail(MessageOut):
     headers: dict[str, TypedValue] = Field(description="AMQP headers, each a TypedValue")
     x_death: list[XDeathOut] = Field(description="x-death entries, most recent first")
     history: list[HistoryEvent] = Field(description="the lineage's events, oldest first")
+    versions: list[VersionOut] = Field(
+        description="the earlier versions of an edited message, oldest first, each as it was"
+        " before that edit (the current version is the message itself)"
+    )
 
     @staticmethod
     def resolve_body_base64(obj) -> str:
@@ -88,6 +107,20 @@ class MessageDetail(MessageOut):
     @staticmethod
     def resolve_x_death(obj) -> list[dict]:
         return x_death_entries(obj.headers)
+
+    @staticmethod
+    def resolve_versions(obj) -> list[dict]:
+        return [
+            {
+                "at": v.replaced_at,
+                "actor": v.replaced_by,
+                "reason": v.reason,
+                "body_base64": base64.b64encode(bytes(v.body)).decode(),
+                "properties": json.loads(v.properties_json),
+                "headers": api_names(json.loads(v.headers_json)),
+            }
+            for v in obj.versions.order_by("number")
+        ]
 
 
 def _readable_body(message) -> tuple[str | None, bool]:

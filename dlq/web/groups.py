@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from dlq.accounts.roles import VIEWER
-from dlq.messages.groups import DEFAULT_WINDOW, WINDOWS, failure_groups, window_start
+from dlq.messages.groups import DEFAULT_WINDOW, FILTERS, WINDOWS, failure_groups, window_start
 from dlq.web.access import role_view
 from dlq.web.forms.groups import GroupQuery
 
@@ -18,7 +18,8 @@ def group_list(request):
         return render(request, "groups/list.html", context, status=400)
     window = query.cleaned_data["window"] or DEFAULT_WINDOW
     since = window_start(window)
-    groups = failure_groups(since, query.cleaned_data["queue"] or None)
-    context = {"groups": groups, "window": window, "queue": query.cleaned_data["queue"],
+    filters = {name: query.cleaned_data[name] for name in FILTERS}
+    groups = failure_groups(since, **filters)
+    context = {"groups": groups, "window": window, "filters": filters,
                "windows": [*WINDOWS, "all"]}  # fmt: skip
     return render(request, "groups/list.html", context)

@@ -106,3 +106,16 @@ def message_discard(request, pk: int):
 def message_restore(request, pk: int):
     done = "Message restored: it is parked again."
     return _reason_action(request, pk, "restore", message_actions.restore, done)
+
+
+@require_POST
+@role_view(OPERATOR)
+def message_restore_version(request, pk: int, number: int):
+    get_object_or_404(Message.objects.only("id"), pk=pk)
+    form = ReasonForm(request.POST, prefix=f"version{number}")
+
+    def run(reason):
+        message_actions.restore_version(pk, number, request.user, reason, request_id(request))
+        messages.success(request, f"Version {number} restored; the version it replaced is kept.")
+
+    return _act(request, pk, form, f"version{number}_form", run)

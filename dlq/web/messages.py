@@ -9,9 +9,11 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
 from dlq.accounts.roles import OPERATOR, VIEWER, has_role
+from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.broker import codec
 from dlq.messages import deaths, display, history, queries
+from dlq.messages.groups import group_name
 from dlq.models import DrainedQueue, Message, Status
 from dlq.web.access import role_view
 from dlq.web.forms.messages import (
@@ -84,15 +86,47 @@ def detail_context(request, message: Message, **forms) -> dict:
         "properties": display.property_rows(message.properties),
         "headers": display.header_rows(message.headers),
         "deaths": deaths.x_death_entries(message.headers),
+        "trace": _trace(message.exception_stacktrace),
+        "group_name": group_name(message),
         "history": history.with_diffs(message.history),
         "open_form": next(iter(forms), None),
     }
+    context["versions"] = _versions(message, forms, has_role(request.user, OPERATOR))
     if has_role(request.user, OPERATOR):
         context.update(_action_forms(message, forms))
     # A form the message's status no longer offers (discarded meanwhile): its errors still show.
-    gone = [form for name, form in forms.items() if context.get(name) is not form]
+    shown = {f"version{v['version'].number}_form": v["form"] for v in context["versions"]}
+    gone = [
+        form for name, form in forms.items() if form not in (context.get(name), shown.get(name))
+    ]
     context["action_errors"] = [e for form in gone for e in form.non_field_errors()]
     return context
+
+
+SHOWN_VERSIONS = 10  # each is diffed against the current one on every view; the API has all
+
+
+def _versions(message: Message, bound: dict, operator: bool) -> list[dict]:
+    """The earlier versions, newest first, each with what restoring it would change and,
+    for an operator while the message is parked, the form that restores it."""
+    shown = []
+    for version in message.versions.order_by("-number")[:SHOWN_VERSIONS]:
+        name = f"version{version.number}_form"
+        form = None
+        if operator and message.status == Status.PARKED:
+            form = bound.get(name) or ReasonForm(prefix=f"version{version.number}")
+        diff = history.edit_diff(message_actions.version_diff(version, message))
+        shown.append({"version": version, "diff": diff, "form": form, "open": name in bound})
+    return shown
+
+
+TRACE_HEAD = 8  # lines of a stack trace shown before "the whole stack trace"
+
+
+def _trace(text: str) -> dict:
+    lines = text.strip().splitlines()
+    return {"head": "\n".join(lines[:TRACE_HEAD]), "more": len(lines) > TRACE_HEAD,
+            "lines": len(lines)}  # fmt: skip
 
 
 def _action_forms(message: Message, bound: dict) -> dict:
@@ -133,4 +167,6 @@ def route_preview(request, pk: int):
         else:
             headers = {key: codec.plain(value) for key, value in message.headers.items()}
             context["preview"] = routes.preview(message.vhost, route, headers)
+            if route.target == "original":
+                context["override"] = replay.target_for(message.queue)
     return render(request, "messages/_route.html", context, status=200 if form.is_valid() else 400)

@@ -13,6 +13,7 @@ from dlq.web import (
     message_actions,
     messages,
     overview,
+    targets,
     tokens,
 )
 
@@ -42,6 +43,11 @@ message_pages = [
     path("<int:pk>/replay/", message_actions.message_replay, name="replay"),
     path("<int:pk>/discard/", message_actions.message_discard, name="discard"),
     path("<int:pk>/restore/", message_actions.message_restore, name="restore"),
+    path(
+        "<int:pk>/versions/<int:number>/restore/",
+        message_actions.message_restore_version,
+        name="restore_version",
+    ),
 ]
 
 # Pages over many messages: failure groups, bulk review, jobs, the audit log.
@@ -59,12 +65,20 @@ token_pages = [
     path("<int:pk>/revoke/", tokens.token_revoke, name="revoke"),
 ]
 
+target_pages = [
+    path("", targets.target_list, name="list"),
+    path("add/", targets.target_save, name="add"),
+    path("<int:pk>/", targets.target_save, name="change"),
+    path("<int:pk>/delete/", targets.target_delete, name="delete"),
+]
+
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("alerts/", include((alert_pages, "alerts"))),
     path("messages/", include((message_pages, "messages"))),
     path("", include((many_pages, "ops"))),
     path("tokens/", include((token_pages, "tokens"))),
+    path("replay-targets/", include((target_pages, "targets"))),
     path("topology/", health.topology_health, name="topology"),
     path("drainers/", health.drainers, name="drainers"),
 ]

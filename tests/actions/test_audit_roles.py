@@ -43,6 +43,8 @@ def app_role():
     with connection.cursor() as cursor:
         cursor.execute(f"DROP OWNED BY {role}")
         cursor.execute(f"DROP ROLE {role}")
+        # Not a Django model, so no test flush resets it: back to "retention off".
+        cursor.execute("UPDATE dlq_auditretention SET days = NULL WHERE id = 1")
 
 
 def _url(user: str, database: str) -> str:

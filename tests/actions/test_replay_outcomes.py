@@ -143,6 +143,27 @@ def test_it_refuses_a_body_above_the_brokers_message_size(settings, channel, top
     assert depth(channel, work) == 0
 
 
+def test_it_knows_each_brokers_default_message_size(rabbit, channel, top):
+    """17 MiB: above 4.x's default max_message_size (16 MiB), well below 3.x's (128 MiB).
+    On 4.x the replay is refused before publishing; 3.x takes it."""
+    work = top.queue("work")
+    body = b"x" * (17 * 2**20)
+    m = make_message(queue=top.name("dlq"), died_in=work, body=body)
+
+    if rabbit.v4:
+        with pytest.raises(message_actions.ActionError) as refused:
+            message_actions.replay_one(m.pk, "failed_queue", "ops", "retry")
+        assert f"{len(body)} bytes" in str(refused.value)
+        m.refresh_from_db()
+        assert m.status == Status.PARKED
+        assert depth(channel, work) == 0
+        return
+    attempt = message_actions.replay_one(m.pk, "failed_queue", "ops", "retry")
+    assert attempt.outcome == Outcome.CONFIRMED
+    _, _, sent = get(channel, work)
+    assert sent == body
+
+
 def test_it_refuses_a_target_it_cannot_resolve(top):
     m = make_message(queue=top.name("dlq"))
     for target in ("elsewhere", {"exchange": "x"}, {"exchange": "x" * 256, "routing_key": ""}):

@@ -1,3 +1,4 @@
+import json
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
@@ -40,6 +41,16 @@ def test_it_alerts_a_new_failure_group_at_once(default_rule, endpoint):
         ("KeyError", 40, True),
         ("ValueError", 2, False),
     ]
+
+
+def test_it_names_a_group_by_its_message_type_and_its_exception(default_rule, endpoint):
+    add_channel("slack", endpoint)
+    t0 = timezone.now() - timedelta(hours=1)
+    arrive("orders.dlq", 3, exception="KeyError", message_type="Sales.SubmitInvoice", at=t0)
+    run(t0)
+
+    [slack] = endpoint.requests
+    assert "Sales.SubmitInvoice · KeyError" in json.dumps(slack.json(), ensure_ascii=False)
 
 
 def test_it_alerts_once_per_new_group_not_per_message(default_rule, endpoint):

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from dlq.actions import message as message_actions
 from tests.factories import client_for, make_message, make_user
 
 pytestmark = pytest.mark.django_db
@@ -12,11 +13,12 @@ LIST_FIELDS = {
     "id", "queue", "vhost", "status", "message_id", "correlation_id", "exchange", "routing_key",
     "original_exchange", "original_routing_keys", "failed_queue", "death_reason", "death_count",
     "delivery_count", "first_death_at", "received_at", "size", "content_type",
-    "content_encoding", "exception_type", "exception_message", "group", "replay_count",
+    "content_encoding", "exception_type", "exception_message", "message_type", "group",
+    "replay_count",
 }  # fmt: skip
 DETAIL_FIELDS = LIST_FIELDS | {
     "exception_stacktrace", "body_base64", "body_text", "body_truncated", "properties",
-    "headers", "x_death", "history",
+    "headers", "x_death", "history", "versions",
 }  # fmt: skip
 TYPED = {
     "tiny": {"type": "int8", "value": -5},
@@ -170,3 +172,25 @@ def test_it_gives_the_history_of_the_whole_lineage():
     assert read(first.id)["history"] == expected
     assert read(third.id)["history"] == expected
     assert read(third.id)["replay_count"] == 2
+
+
+def test_it_gives_every_earlier_version_as_it_was_before_each_edit():
+    m = make_message(body=b"v1", content_type="text/plain", headers={"tenant": "a"})
+    assert read(m.id)["versions"] == []
+    message_actions.edit(m.id, "erin", "fix the typo", body_text="v2")
+    message_actions.edit(
+        m.id, "sam", "route to tenant b", headers={"tenant": {"type": "longstr", "value": "b"}}
+    )
+
+    body = read(m.id)
+    first, second = body["versions"]
+    assert (first["actor"], first["reason"]) == ("erin", "fix the typo")
+    assert base64.b64decode(first["body_base64"]) == b"v1"
+    assert first["headers"]["tenant"] == {"type": "longstr", "value": "a"}
+    assert first["properties"]["content_type"] == "text/plain"
+    assert (second["actor"], second["reason"]) == ("sam", "route to tenant b")
+    assert base64.b64decode(second["body_base64"]) == b"v2"
+    assert second["headers"]["tenant"] == {"type": "longstr", "value": "a"}
+    assert first["at"] <= second["at"]
+    assert base64.b64decode(body["body_base64"]) == b"v2"  # the current one is the message
+    assert body["headers"]["tenant"] == {"type": "longstr", "value": "b"}

@@ -27,7 +27,10 @@ def seeded():
         },
     )
     Message.objects.filter(pk=payment.pk).update(status="discarded")
-    late = make_message(received_at=T0 + timedelta(hours=2), reason="delivery_limit")
+    late = make_message(
+        received_at=T0 + timedelta(hours=2), reason="delivery_limit", vhost="sales",
+        headers={"task": "orders.tasks.charge"},
+    )  # fmt: skip
     return order, payment, late
 
 
@@ -107,3 +110,15 @@ def test_it_combines_filters(seeded):
 def test_it_ignores_empty_filters(seeded):
     order, payment, late = seeded
     assert ids(queue="", status="", q="", cursor="") == [late.id, payment.id, order.id]
+
+
+def test_it_filters_by_message_type(seeded):
+    order, payment, late = seeded
+    assert ids(message_type="orders.tasks.charge") == [late.id]
+    assert ids(message_type="orders.tasks") == []  # exact, not a prefix
+
+
+def test_it_filters_by_vhost(seeded):
+    order, payment, late = seeded
+    assert ids(vhost="sales") == [late.id]
+    assert ids(vhost="/") == [payment.id, order.id]

@@ -7,7 +7,7 @@ import pytest
 from dlq.broker import amqp
 from dlq.drain import store
 from dlq.messages.ingest import Delivery, build_row
-from tests.conftest import BROKER_URL, drain_once, publish
+from tests.conftest import drain_once, publish
 from tests.topology import get, reject, stored, wait_depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,12 +42,17 @@ def test_it_reads_retry_counters_not_its_own_redeliveries(channel, top):
     assert rows["counted"].delivery_count == 2
     assert rows["uncounted"].delivery_count is None
     assert rows["client-count"].delivery_count is None  # the queue overwrote it
-    assert all(m.headers["x-delivery-count"]["type"] == "int64" for m in rows.values())
-    assert sum(m.headers["x-delivery-count"]["value"] for m in rows.values()) >= 2 * len(sends)
+    # The parking queue's own counts stay in the headers (4.x sets none on a first delivery).
+    counts = [m.headers.get("x-delivery-count") for m in rows.values()]
+    counts = [c for c in counts if c is not None]
+    assert all(c["type"] == "int64" for c in counts)
+    assert sum(c["value"] for c in counts) >= 2 * len(sends)
 
 
 @pytest.mark.parametrize("quorum", [True, False], ids=["quorum", "classic"])
-def test_it_recognises_a_redelivery_after_a_crash_between_commit_and_ack(channel, top, quorum):
+def test_it_recognises_a_redelivery_after_a_crash_between_commit_and_ack(
+    rabbit, channel, top, quorum
+):
     if quorum:
         park, dlx = _quorum_parking(top)
     else:
@@ -57,7 +62,7 @@ def test_it_recognises_a_redelivery_after_a_crash_between_commit_and_ack(channel
     reject(channel, work)
     wait_depth(channel, park, 1)
     # Another drainer takes the message, commits its batch, and dies before the ack.
-    crashed = amqp.connect(BROKER_URL, "dlq-tests-crashed-drainer")
+    crashed = amqp.connect(rabbit.url, "dlq-tests-crashed-drainer")
     method, props, body = get(crashed.channel(), park)
     delivery = Delivery(park, "/", method.exchange, method.routing_key, False, props, body, quorum)
     row = build_row(delivery)

@@ -25,7 +25,7 @@ def test_setup_creates_the_first_admin_once(capsys, monkeypatch):
     assert "First admin" not in capsys.readouterr().out
 
 
-def test_health_ready_names_what_is_down(settings, capsys):
+def test_health_ready_names_what_is_down(rabbit, settings, capsys):
     call_command("dlq_health", "ready")
     assert "ready: ok" in capsys.readouterr().out
     settings.DLQ_BROKER_URL = f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F"

@@ -14,7 +14,7 @@ def test_it_answers_healthz_without_login():
     assert response.json() == {"status": "ok"}
 
 
-def test_it_is_ready_with_the_database_and_the_broker():
+def test_it_is_ready_with_the_database_and_the_broker(rabbit):
     response = Client().get("/readyz")
     assert response.status_code == 200
     assert response.json()["checks"] == {"database": "ok", "broker": "ok"}

@@ -1,7 +1,5 @@
 """Topology health: real queues on the real broker, and the page that lists the warnings."""
 
-import base64
-import json
 import urllib.parse
 import urllib.request
 
@@ -10,9 +8,9 @@ from django.test import Client
 
 from dlq.health import topology
 from tests.conftest import publish
-from tests.drainproc import MANAGEMENT, free_port, wait_for
+from tests.drainproc import free_port, management, wait_for
 from tests.factories import client_for, make_user
-from tests.topology import Topology
+from tests.topology import Topology, get
 
 pytestmark = pytest.mark.django_db
 
@@ -67,14 +65,7 @@ def test_it_reads_the_length_limit_from_a_policy(channel, top, unique):
 
 def _policy(method: str, name: str, body: dict | None = None) -> None:
     """Set or delete a policy through the management API."""
-    parts = urllib.parse.urlsplit(MANAGEMENT)
-    url = f"{parts.scheme}://{parts.hostname}:{parts.port or 15672}/api/policies/%2F/{name}"
-    data = json.dumps(body).encode() if body else None
-    request = urllib.request.Request(url, method=method, data=data)
-    request.add_header("Content-Type", "application/json")
-    creds = f"{parts.username or 'guest'}:{parts.password or 'guest'}".encode()
-    request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
-    urllib.request.urlopen(request, timeout=10).close()
+    management(method, f"/api/policies/%2F/{name}", body)
 
 
 def test_it_warns_of_work_queues_without_a_dead_letter_exchange(top, unique):
@@ -97,6 +88,33 @@ def test_it_warns_of_a_quorum_queue_with_a_delivery_limit_and_no_dlx(top, unique
     assert warning.check == "delivery_limit"
     assert "delivery limit of 3" in warning.reason and "dropped" in warning.reason
     assert safe not in found
+
+
+def test_it_warns_of_each_versions_delivery_limit_rules(rabbit, channel, top, unique):
+    """Quorum queues with no DLX. No limit: 3.x redelivers forever, 4.x drops a message after
+    20 redeliveries. A limit of -1: 3.x drops a message after its first delivery, 4.x has no
+    limit. The warnings must say what the broker will do, and the broker must do it."""
+    quorum = {"x-queue-type": "quorum"}
+    bare = top.queue("ledger", durable=True, **quorum)
+    negative = top.queue("audit", durable=True, **quorum, **{"x-delivery-limit": -1})
+    found = findings(unique)
+    lossy, safe, deliveries = (bare, negative, 21) if rabbit.v4 else (negative, bare, 1)
+    [warning] = found[lossy]
+    assert warning.check == "delivery_limit" and "dropped" in warning.reason
+    if rabbit.v4:
+        assert "default delivery limit of 20" in warning.reason
+        assert "fails 21 deliveries" in warning.reason
+    else:
+        assert "delivery limit of 0" in warning.reason and "its first delivery" in warning.reason
+    assert [f.check for f in found[safe]] == ["no_dlx"]  # a work queue all the same
+
+    for queue in (lossy, safe):
+        publish(channel, "", queue, b"keeps failing")
+        for _ in range(deliveries):
+            method, _, _ = get(channel, queue)
+            channel.basic_nack(method.delivery_tag, requeue=True)
+    assert channel.basic_get(lossy) == (None, None, None)  # dropped, as the warning said
+    assert get(channel, safe)[2] == b"keeps failing"
 
 
 def test_the_page_lists_the_warnings_for_viewers(top, unique):

@@ -1,5 +1,6 @@
 """deaths.read on typed headers, for what RabbitMQ 3.10 cannot produce here."""
 
+import json
 from datetime import UTC, datetime
 
 from dlq.broker.codec import typed, typed_table
@@ -125,3 +126,38 @@ def test_it_groups_on_failure_not_on_message():
     assert one == two
     assert one != group(**{"x-death": [_entry("q", "expired")]})
     assert one != group(**{"x-death": [_entry("q", "rejected")], "type": "App\\Other"})
+
+
+def test_the_first_death_time_is_the_named_entrys_not_the_oldest():
+    """A client-supplied entry older than the real first death never passes for it."""
+    forged = _entry("somewhere", "expired", time=1_600_000_000)
+    real = _entry("work", "rejected", time=1_700_000_000)
+    headers = typed_table(
+        {
+            "x-death": [real, forged],
+            "x-first-death-queue": "work",
+            "x-first-death-reason": "rejected",
+        }
+    )
+    assert deaths.read(headers).first_death_at == datetime.fromtimestamp(1_700_000_000, UTC)
+    # Without x-first-death-* (3.x sets none over an existing x-death) no entry is named:
+    # the oldest listed one may be the client's, so there is no first-death time.
+    del headers["x-first-death-queue"], headers["x-first-death-reason"]
+    assert deaths.read(headers).first_death_at is None
+
+
+def test_the_message_type_falls_back_to_the_amqp_type_property():
+    assert deaths.read({}, amqp_type="billing.InvoiceDue").message_type == "billing.InvoiceDue"
+    celery = typed_table({"task": "orders.tasks.charge"})
+    assert deaths.read(celery, amqp_type="ignored").message_type == "orders.tasks.charge"
+    assert deaths.read({}, amqp_type={"base64": "/w=="}).message_type == ""  # not UTF-8
+    assert deaths.read({}).group != deaths.read({}, amqp_type="billing.InvoiceDue").group
+
+
+def test_symfony_retries_are_the_highest_redelivery_stamp_not_the_last():
+    stamps = [{"retryCount": 1, "redeliveredAt": "2026-11-24T10:00:01+00:00"},
+              {"retryCount": 3, "redeliveredAt": "2026-11-24T10:00:09+00:00"},
+              {"retryCount": 0, "redeliveredAt": "2026-11-24T10:00:10+00:00"}]  # fmt: skip
+    key = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp"
+    headers = typed_table({key: json.dumps(stamps)})
+    assert deaths.read(headers).delivery_count == 3

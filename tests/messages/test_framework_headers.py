@@ -162,6 +162,24 @@ def test_it_reads_symfony_messenger_stamps(channel, top):
     )
 
 
+def test_it_takes_the_amqp_type_property_when_no_framework_names_a_type(channel, top):
+    park, dlx = top.parking()
+    work = top.queue("work", **{"x-dead-letter-exchange": dlx})
+    publish(channel, "", work, b"{}", type="billing.InvoiceDue")
+    publish(channel, "", work, b"{}", {"__TypeId__": "com.acme.Invoice"}, type="ignored")
+    publish(channel, "", work, b"{}")
+    for _ in range(3):
+        reject(channel, work)
+
+    drain_once([park])
+
+    typed, spring, untyped = stored(park, 3)
+    assert typed.message_type == "billing.InvoiceDue"
+    assert spring.message_type == "com.acme.Invoice"  # the framework's own name first
+    assert untyped.message_type == ""
+    assert len({typed.group, spring.group, untyped.group}) == 3  # a type is part of a group
+
+
 def test_it_reads_celery_task_headers(channel, top):
     park, dlx = top.parking()
     work = top.queue("celery", **{"x-dead-letter-exchange": dlx})

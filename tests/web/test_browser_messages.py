@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from dlq.actions import message as message_actions
 from dlq.models import Message, Status
 from tests.browser import forged_post, log_in, screenshot
 from tests.factories import make_message, make_messages, make_user
@@ -142,3 +143,59 @@ def test_an_xss_payload_in_body_and_headers_stays_text(page, live_server):
     assert (
         page.title() == f"Message {message.pk} · DLQ Console" and title == "Messages · DLQ Console"
     )
+
+
+def test_the_message_page_answers_why_it_died_first(browser, live_server):
+    """A reader in Tokyo on an ordinary laptop screen: the failure is on screen without
+    scrolling, x-death is its timeline (the typed value one click away), times are local."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="Asia/Tokyo")
+    page = context.new_page()
+    trace = "\n".join(["java.lang.IllegalStateException: stock is negative"]
+                      + [f"\tat com.acme.Frame{i}.call" for i in range(30)])  # fmt: skip
+    message = make_message(
+        headers={"x-exception-message": "stock is negative", "x-exception-stacktrace": trace,
+                 "__TypeId__": "com.acme.ReserveStock"},
+        timestamp=1_700_000_000,  # 2023-11-14 22:13:20 UTC, 07:13:20 the next day in Tokyo
+    )  # fmt: skip
+    viewer = make_user("viewer", password=PASSWORD)
+    log_in(page, live_server, viewer.username, PASSWORD)
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+
+    why = page.get_by_role("heading", name="Why it died")
+    for shown in (why, page.get_by_text("java.lang.IllegalStateException", exact=True),
+                  page.get_by_text("died in orders", exact=False).first):  # fmt: skip
+        box = shown.bounding_box()
+        assert box and box["y"] + box["height"] <= 800, "below the fold"
+    assert page.locator("#message-type").inner_text() == "com.acme.ReserveStock"
+    assert page.get_by_text("Frame20.call").first.is_visible() is False  # behind "whole trace"
+
+    raw = page.locator("details.folded", has_text="shown above as the death timeline")
+    assert raw.locator("pre").is_visible() is False
+    raw.locator("summary").click()
+    assert '"reason"' in raw.locator("pre").inner_text()
+
+    stamp = page.locator('table.fields time[datetime="2023-11-14T22:13:20+00:00"]')
+    assert "2023-11-15 07:13" in stamp.inner_text()
+    assert stamp.get_attribute("title") == "2023-11-14 22:13:20 UTC"
+    screenshot(page, "message-detail-why")
+    context.close()
+
+
+def test_an_operator_restores_an_earlier_version(page, live_server):
+    message = make_message(body=b'{"sku": "OLD-1"}', content_type="application/json")
+    message_actions.edit(message.pk, "erin", "wrong fix", body_text='{"sku": "BAD-2"}')
+    operator_page(page, live_server)
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+
+    version = page.locator("#version-1")
+    assert "Reason: wrong fix" in version.inner_text()
+    version.get_by_text("What restoring it would change").click()
+    assert '+{"sku": "OLD-1"}' in version.locator("pre.diff").inner_text()
+    version.get_by_label("Reason").fill("back to what arrived")
+    version.get_by_role("button", name="Restore this version").click()
+    page.get_by_text("Version 1 restored").wait_for()
+
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"sku": "OLD-1"}'
+    assert '"OLD-1"' in page.locator("#body").inner_text()
+    assert page.locator("#version-2").count() == 1  # the replaced version is kept

@@ -161,3 +161,56 @@ def test_a_body_too_large_for_the_page_is_not_in_the_edit_form(operator):
     assert post(operator, f"/messages/{message.pk}/edit/", data).status_code == 302
     message.refresh_from_db()
     assert bytes(message.body) == body and message.headers["tenant"]["value"] == "beta"
+
+
+def test_an_operator_sees_earlier_versions_and_restores_one(operator, viewer):
+    message = make_message(body=b'{"order": 1}\n', content_type="application/json",
+                           headers={"tenant": "a"})  # fmt: skip
+    post(operator, f"/messages/{message.pk}/edit/", edit_data(message, body='{"order": 2}\n'))
+    message.refresh_from_db()
+    headers = {**message.headers, "tenant": {"type": "longstr", "value": "<b>"}}
+    post(operator, f"/messages/{message.pk}/edit/",
+         edit_data(message, headers=json.dumps(headers), reason="tenant b"))  # fmt: skip
+
+    page = text(operator.get(f"/messages/{message.pk}/"))
+    assert page.index('id="version-2"') < page.index('id="version-1"')  # newest first
+    assert "Reason: tenant b" in page and "Reason: fix the order" in page
+    # Version 1 against the current one: the body back to 1, the tenant back to a (escaped).
+    one = page[page.index('id="version-1"') :]
+    assert "-{&quot;order&quot;: 2}" in one and "+{&quot;order&quot;: 1}" in one
+    assert "&lt;b&gt;" in one and "<b>" not in one
+    assert "Restore this version" in one
+    assert "Restore this version" not in text(viewer.get(f"/messages/{message.pk}/"))
+
+    url = f"/messages/{message.pk}/versions/1/restore/"
+    refused = post(operator, url, {"version1-reason": ""})
+    assert refused.status_code == 400 and "This field is required" in text(refused)
+    assert post(viewer, url, {"version1-reason": "back"}).status_code == 403
+    response = post(operator, url, {"version1-reason": "back to the original"}, follow=True)
+    assert "Version 1 restored" in text(response)
+
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"order": 1}\n'
+    assert message.headers["tenant"] == {"type": "longstr", "value": "a"}
+    assert message.versions.count() == 3  # what it replaced is kept in turn
+    entry = AuditEntry.objects.filter(action="edit").latest("id")
+    assert entry.reason == "back to the original" and set(entry.diff) == {"body", "headers"}
+    assert post(operator, f"/messages/{message.pk}/versions/9/restore/",
+                {"version9-reason": "x"}).status_code == 404  # fmt: skip
+
+    Message.objects.filter(pk=message.pk).update(status=Status.DISCARDED)
+    page = text(operator.get(f"/messages/{message.pk}/"))
+    assert "Restore this version" not in page  # only while parked
+    assert post(operator, url, {"version1-reason": "again"}).status_code == 409
+
+
+def test_the_original_of_a_malformed_json_message_can_be_restored(operator):
+    message = make_message(body=b'{"order": 1,,}', content_type="application/json")
+    post(operator, f"/messages/{message.pk}/edit/", edit_data(message, body='{"order": 1}'))
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"order": 1}'
+    response = post(operator, f"/messages/{message.pk}/versions/1/restore/",
+                    {"version1-reason": "send it as it came"}, follow=True)  # fmt: skip
+    assert "Version 1 restored" in text(response)
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"order": 1,,}'  # as it arrived, never refused

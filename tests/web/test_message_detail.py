@@ -153,6 +153,44 @@ def test_it_shows_the_x_death_timeline_and_the_exception(viewer):
     assert "stock is negative" in page and "at com.acme.Stock.take" in page
 
 
+def test_the_page_answers_why_it_died_before_the_body_and_headers(viewer):
+    trace = "\n".join(
+        ["java.lang.IllegalStateException: stock is negative"]
+        + [f"\tat com.acme.Frame{i}.call" for i in range(30)]
+    )
+    message = make_message(
+        headers={"x-exception-message": "stock is negative", "x-exception-stacktrace": trace},
+        timestamp=1_700_000_000,
+    )
+    page = page_of(viewer, message)
+    why, body, headers = (page.index(s) for s in ('id="why-h"', 'id="body-h"', 'id="headers-h"'))
+    assert why < body < headers
+    assert page.index("java.lang.IllegalStateException") < body
+    assert page.index("died in <strong>orders</strong>") < body  # the timeline
+    top = page[page.index('aria-label="Top of the stack trace"') :]
+    assert "Frame6.call" in top[: top.index("</pre>")]  # the first lines of the trace
+    assert "Frame20.call" not in top[: top.index("</pre>")]
+    assert "The whole stack trace (31 lines)" in page
+    # x-death is its timeline; its typed value is one click away, folded.
+    assert "<summary>shown above as the death timeline; the typed value</summary>" in page
+    # A timestamp property is a date (UTC on hover, the reader's zone by script).
+    assert '<time datetime="2023-11-14T22:13:20+00:00"' in page
+    assert "1700000000 (seconds since 1970)" in page
+
+
+def test_a_long_header_value_is_folded_behind_its_start(viewer):
+    long = "tenant-" + "x" * 500
+    message = make_message(headers={"long": long, "short": "kept open"})
+    page = page_of(viewer, message)
+    assert f'<details class="folded"><summary>{long[:80]}…</summary>' in page
+    assert '<td><pre class="value">kept open</pre></td>' in page
+
+
+def test_a_message_without_an_exception_says_how_it_died(viewer):
+    page = page_of(viewer, make_message(died_in="billing", reason="expired"))
+    assert "No exception recorded: the broker dead-lettered it as <strong>expired</strong>" in page
+
+
 def test_the_summary_shows_status_counts_and_destination(viewer):
     message = make_message(exchange="orders.events", routing_key="order.created")
     page = page_of(viewer, message)

@@ -107,6 +107,20 @@ def test_it_filters_with_the_api_parameter_names(viewer):
     )
 
 
+def test_it_shows_and_filters_by_message_type(viewer):
+    [celery] = make_messages(1, headers={"task": "orders.tasks.charge"})
+    [amqp_typed] = make_messages(1, type="billing.<InvoiceDue>")
+    make_messages(1)
+    page = viewer.get("/messages/").content.decode()
+    assert "orders.tasks.charge" in page
+    assert "billing.&lt;InvoiceDue&gt;" in page and "<InvoiceDue>" not in page  # escaped
+    assert 'href="?message_type=billing.%3CInvoiceDue%3E"' in page  # a link to its filter
+    assert row_ids(viewer.get("/messages/?message_type=orders.tasks.charge")) == [celery.pk]
+    assert row_ids(viewer.get("/messages/?message_type=billing.<InvoiceDue>")) == [amqp_typed.pk]
+    detail = viewer.get(f"/messages/{celery.pk}/").content.decode()
+    assert re.search(r'id="message-type"><a [^>]*>orders\.tasks\.charge</a>', detail)
+
+
 def test_it_searches_body_and_headers(viewer):
     [in_body] = make_messages(1, body=b'{"sku": "ZEBRA-42"}')
     [in_header] = make_messages(1, headers={"tenant": "acme-zebra"})

@@ -1,0 +1,22 @@
+"""Derive message types, first-death times and groups again for stored messages."""
+
+from django.core.management.base import BaseCommand
+
+from dlq.messages import backfill
+
+
+class Command(BaseCommand):
+    help = (
+        "Derive again, for messages stored by an earlier version, what this version derives on"
+        " arrival (message_type, first_death_at, group). In batches; safe to stop and re-run."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch", type=int, default=backfill.BATCH, help="rows per batch")
+
+    def handle(self, *args, batch, **options):
+        def progress(seen: int, total: int, changed: int) -> None:
+            self.stdout.write(f"{seen} of {total} messages read, {changed} changed")
+
+        changed = backfill.run(max(batch, 1), progress)
+        self.stdout.write(self.style.SUCCESS(f"done: {changed} messages changed"))

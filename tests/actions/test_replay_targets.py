@@ -1,0 +1,142 @@
+"""Per-queue replay targets: admins manage them in the API and on their page, every change
+audited; a replay to "original" and its route preview follow them."""
+
+import json
+
+import pytest
+from django.test import Client
+
+from dlq.actions import message as message_actions
+from dlq.models import AuditEntry
+from dlq.models.actions import ReplayOverride
+from tests.factories import client_for, make_message, make_user, post
+from tests.topology import get
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TARGET = {"queue_pattern": "symfony.*", "exchange": "messages", "routing_key": "invoices",
+          "reason": "delay queues are gone"}  # fmt: skip
+
+
+def api(role: str):
+    return client_for(make_user(role), token=True)
+
+
+def test_admins_manage_targets_through_the_api_and_each_change_is_audited():
+    admin = api("admin")
+    made = admin.post("/api/v1/replay-targets", TARGET, content_type="application/json")
+    assert made.status_code == 201, made.content
+    target = made.json()
+    shown = {k: target[k] for k in ("queue_pattern", "exchange", "routing_key")}
+    assert shown == {k: TARGET[k] for k in shown}
+    listed = api("viewer").get("/api/v1/replay-targets").json()["results"]
+    assert [t["id"] for t in listed] == [target["id"]]
+
+    changed = admin.put(f"/api/v1/replay-targets/{target['id']}",
+                        {**TARGET, "routing_key": "invoices.v2", "reason": "renamed"},
+                        content_type="application/json")  # fmt: skip
+    assert changed.status_code == 200 and changed.json()["routing_key"] == "invoices.v2"
+    assert admin.delete(f"/api/v1/replay-targets/{target['id']}").status_code == 400  # reason
+    gone = admin.delete(f"/api/v1/replay-targets/{target['id']}?reason=not+needed")
+    assert gone.status_code == 204 and not ReplayOverride.objects.exists()
+    assert admin.delete(f"/api/v1/replay-targets/{target['id']}?reason=x").status_code == 404
+
+    entries = AuditEntry.objects.filter(action="replay_target_change").order_by("id")
+    assert [e.reason for e in entries] == ["delay queues are gone", "renamed", "not needed"]
+    first, second, third = (json.loads(e.detail) for e in entries)
+    assert first["before"] is None and first["after"]["routing_key"] == "invoices"
+    assert second["before"]["routing_key"] == "invoices"
+    assert second["after"]["routing_key"] == "invoices.v2"
+    assert third["before"]["routing_key"] == "invoices.v2" and third["after"] is None
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", None])
+def test_only_admins_change_targets(role):
+    if role is None:
+        anonymous = Client()
+        assert anonymous.get("/api/v1/replay-targets").status_code == 401
+        assert anonymous.post("/api/v1/replay-targets", TARGET,
+                              content_type="application/json").status_code == 401  # fmt: skip
+        return
+    client = api(role)
+    assert client.post("/api/v1/replay-targets", TARGET,
+                       content_type="application/json").status_code == 403  # fmt: skip
+    assert not ReplayOverride.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"queue_pattern": " "}, "queue_pattern"), ({"exchange": "x" * 256}, "exchange"),
+     ({"routing_key": "a\x00b"}, "routing_key"), ({"reason": ""}, "reason"),
+     ({"exchange": "", "routing_key": ""}, "routing_key"),  # the default exchange needs a key
+     ({"queue_pattern": "\ud800"}, "queue_pattern")],
+)  # fmt: skip
+def test_bad_targets_are_refused_field_by_field(change, field):
+    answer = api("admin").post("/api/v1/replay-targets", {**TARGET, **change},
+                               content_type="application/json")  # fmt: skip
+    assert answer.status_code == 400
+    assert field in answer.json()["errors"]
+    assert not ReplayOverride.objects.exists()
+
+
+def test_a_duplicate_pattern_is_refused():
+    admin = api("admin")
+    admin.post("/api/v1/replay-targets", TARGET, content_type="application/json")
+    again = admin.post("/api/v1/replay-targets", TARGET, content_type="application/json")
+    assert again.status_code == 400 and "queue_pattern" in again.json()["errors"]
+
+
+def test_the_page_shows_targets_and_admins_change_them():
+    admin, viewer = client_for(make_user("admin")), client_for(make_user("viewer"))
+    data = {f"new-{k}": v for k, v in TARGET.items()}
+    assert post(viewer, "/replay-targets/add/", data).status_code == 403
+    response = post(admin, "/replay-targets/add/", data, follow=True)
+    assert "Replay target for symfony.* saved" in response.content.decode()
+    target = ReplayOverride.objects.get()
+    page = viewer.get("/replay-targets/").content.decode()
+    assert "<code>symfony.*</code>" in page and "<code>invoices</code>" in page
+    assert "Change or delete" not in page  # a viewer reads only
+
+    bad = post(admin, f"/replay-targets/{target.pk}/",
+               {f"t{target.pk}-{k}": v for k, v in {**TARGET, "reason": ""}.items()})  # fmt: skip
+    assert bad.status_code == 400 and "This field is required" in bad.content.decode()
+    gone = post(admin, f"/replay-targets/{target.pk}/delete/",
+                {f"d{target.pk}-reason": "done"}, follow=True)  # fmt: skip
+    assert "Replay target deleted" in gone.content.decode()
+    assert not ReplayOverride.objects.exists()
+
+
+def test_original_follows_the_target_and_the_preview_says_so(channel, top):
+    work = top.queue("work")
+    exchange = top.exchange("messages")
+    invoices = top.queue("invoices")
+    channel.queue_bind(invoices, exchange, "invoices")
+    m = make_message(queue=top.name("dlq"), died_in=work, exchange="delays",
+                     routing_key="delay_invoices_1000")  # fmt: skip
+    api("admin").post("/api/v1/replay-targets",
+                      {**TARGET, "queue_pattern": top.name("*"), "exchange": exchange},
+                      content_type="application/json")  # fmt: skip
+
+    preview = (
+        client_for(make_user("operator"))
+        .get(f"/messages/{m.pk}/route/", {"replay-target": "original"})
+        .content.decode()
+    )
+    assert f"<code>{invoices}</code>" in preview
+    assert 'id="route-override"' in preview and top.name("*") in preview
+
+    through_api = api("viewer").get(f"/api/v1/messages/{m.pk}/route", {"target": "original"})
+    assert through_api.json()["replay_target"] == top.name("*")
+    assert through_api.json()["queues"] == [invoices]
+    failed = api("viewer").get(f"/api/v1/messages/{m.pk}/route", {"target": "failed_queue"})
+    assert failed.json()["replay_target"] is None
+
+    result = message_actions.replay_one(m.pk, "original", "ops", "fixed")
+    assert result.outcome == "confirmed"
+    assert get(channel, invoices)[2] == bytes(m.body)
+
+
+def test_changing_a_target_that_is_gone_is_a_404():
+    admin = client_for(make_user("admin"))
+    data = {f"t99-{k}": v for k, v in TARGET.items()}
+    assert post(admin, "/replay-targets/99/", data).status_code == 404
+    assert not ReplayOverride.objects.exists()

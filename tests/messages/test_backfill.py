@@ -1,0 +1,64 @@
+"""`manage.py dlq_backfill`: messages stored before 0.4.0 get what 0.4.0 derives on arrival."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from dlq.actions import message as message_actions
+from dlq.models import Message
+from tests.factories import make_message, make_messages
+
+pytestmark = pytest.mark.django_db
+
+
+def _as_stored_before(m: Message) -> None:
+    """What 0.3.0 stored: no type from the AMQP property, so another group."""
+    Message.objects.filter(pk=m.pk).update(message_type="", group="0ld0ld0ld0ld0ld0")
+
+
+def test_it_derives_again_in_batches_and_changes_only_what_differs():
+    typed = make_messages(3, type="billing.InvoiceDue")
+    plain = make_message()
+    expected = {m.pk: (m.message_type, m.group) for m in [*typed, plain]}
+    assert typed[0].message_type == "billing.InvoiceDue"
+    for m in typed:
+        _as_stored_before(m)
+
+    out = StringIO()
+    call_command("dlq_backfill", "--batch", "2", stdout=out)
+
+    assert "2 of 4 messages read" in out.getvalue() and "4 of 4 messages read" in out.getvalue()
+    assert "done: 3 messages changed" in out.getvalue()
+    for m in Message.objects.all():
+        assert (m.message_type, m.group) == expected[m.pk]
+    out = StringIO()
+    call_command("dlq_backfill", stdout=out)  # again: nothing left to do
+    assert "done: 0 messages changed" in out.getvalue()
+
+
+def test_an_edited_message_is_derived_from_what_it_arrived_with():
+    m = make_message(type="billing.InvoiceDue")
+    message_actions.edit(m.pk, "erin", "rename", properties={**m.properties, "type": "other"})
+    _as_stored_before(m)
+
+    call_command("dlq_backfill", stdout=StringIO())
+
+    m.refresh_from_db()
+    assert m.message_type == "billing.InvoiceDue"
+    assert m.properties["type"] == "other"  # the edit itself stays
+
+
+def test_a_row_it_cannot_read_is_skipped_and_the_rest_go_on():
+    broken, fine = make_messages(2, type="billing.InvoiceDue")
+    for m in (broken, fine):
+        _as_stored_before(m)
+    Message.objects.filter(pk=broken.pk).update(headers_json="not json")
+
+    out = StringIO()
+    call_command("dlq_backfill", stdout=out)
+
+    assert "done: 1 messages changed" in out.getvalue()
+    fine.refresh_from_db()
+    assert fine.message_type == "billing.InvoiceDue"
+    assert Message.objects.get(pk=broken.pk).message_type == ""  # kept as stored
