@@ -102,6 +102,34 @@ def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     return value
 
 
+def env_urls(name: str, default: str, schemes: tuple[str, ...]) -> str:
+    """Comma-separated URLs (the nodes of one cluster), each checked; returned as given."""
+    value = env_str(name, default)
+    items = [item.strip() for item in value.split(",")]
+    if any(not item for item in items):
+        raise ImproperlyConfigured(f"{name} has an empty item: {_mask(value)!r}")
+    for item in items:
+        scheme, sep, rest = item.partition("://")
+        if not sep or scheme not in schemes or not rest:
+            raise ImproperlyConfigured(
+                f"{name}: {_mask(item)!r} is not a URL with scheme {' or '.join(schemes)}"
+            )
+    return ",".join(items)
+
+
+def env_patterns(name: str, default: str) -> list[str]:
+    """Queue patterns, QUEUE or VHOST/QUEUE (dlq/broker/names.py), checked at start-up."""
+    from dlq.broker import names  # pure Python; the settings import nothing else of dlq
+
+    items = env_list(name, default)
+    for item in items:
+        try:
+            names.parse(item, "/")
+        except names.PatternError as e:
+            raise ImproperlyConfigured(f"{name}: {e}") from None
+    return items
+
+
 def _mask(url: str) -> str:
     """Hide a password in a URL so an error message never prints it."""
     scheme, sep, rest = url.partition("://")

@@ -6,7 +6,16 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from console.env import env_bool, env_int, env_list, env_networks, env_str, env_url
+from console.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_networks,
+    env_patterns,
+    env_str,
+    env_url,
+    env_urls,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -130,13 +139,15 @@ WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 
 # --- RabbitMQ -------------------------------------------------------------------------
-DLQ_BROKER_URL = env_url(
+# Several comma-separated URLs are the nodes of one cluster, tried in turn (dlq/broker/amqp.py).
+DLQ_BROKER_URL = env_urls(
     "DLQ_BROKER_URL", "amqp://guest:guest@localhost:5672/%2F", ("amqp", "amqps")
 )
-DLQ_MANAGEMENT_URL = env_url(
+DLQ_MANAGEMENT_URL = env_urls(
     "DLQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672", ("http", "https")
 )
-DLQ_QUEUES = env_list("DLQ_QUEUES", "*.dlq,*.dead,*.parking,*_error")
+# QUEUE or VHOST/QUEUE, names or globs (dlq/broker/names.py).
+DLQ_QUEUES = env_patterns("DLQ_QUEUES", "*.dlq,*.dead,*.parking,*_error")
 DLQ_CONSOLE_URL = env_url("DLQ_CONSOLE_URL", "http://localhost:8000", ("http", "https"))
 DLQ_TELEGRAM_API_URL = env_url(
     "DLQ_TELEGRAM_API_URL", "https://api.telegram.org", ("http", "https")
@@ -176,9 +187,10 @@ DLQ_ALERT_ALLOWED_NETS = env_networks("DLQ_ALERT_ALLOWED_NETS", "none")
 DLQ_WORK_QUEUES = env_list("DLQ_WORK_QUEUES", "*")
 
 # --- Celery ---------------------------------------------------------------------------
-CELERY_BROKER_URL = env_url(
+# Kombu separates failover URLs with ";" (its documented form).
+CELERY_BROKER_URL = env_urls(
     "CELERY_BROKER_URL", DLQ_BROKER_URL, ("amqp", "amqps", "redis", "rediss")
-)
+).replace(",", ";")
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False

@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.drainfixtures",
     "tests.httprecorder",
     "tests.rabbits",
+    "tests.vhosts",
 ]
 
 

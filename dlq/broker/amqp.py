@@ -4,6 +4,7 @@ pika uses for every content header through `TypedProperties`.
 """
 
 import time
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pika
 from pika import exceptions as _exc
@@ -42,9 +43,38 @@ def header_frame_size(props: TypedProperties) -> int:
 
 
 # --- connections ------------------------------------------------------------------------
+# A broker URL setting may list the nodes of one cluster, comma-separated: every connection
+# tries them in turn, starting with the node that answered last (a dead node costs one
+# refused connect, not one per reconnect).
+
+_last_good: dict[str, int] = {}
+
+
+def nodes(url: str, vhost: str | None = None) -> list[str]:
+    """The node URLs of a setting; with `vhost`, each pointed at that vhost."""
+    urls = [u.strip() for u in url.split(",") if u.strip()]
+    if vhost is None:
+        return urls
+    return [_with_vhost(u, vhost) for u in urls]
+
+
+def _with_vhost(url: str, vhost: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + quote(vhost, safe="")))
+
+
+def _in_turn(url: str, vhost: str | None) -> list[str]:
+    urls = nodes(url, vhost)
+    first = _last_good.get(url, 0) % len(urls)
+    return urls[first:] + urls[:first]
+
+
+def _answered(url: str, node: str, vhost: str | None) -> None:
+    _last_good[url] = nodes(url, vhost).index(node)
 
 
 def parameters(url: str, name: str, heartbeat: int = 30) -> pika.URLParameters:
+    """Parameters of one node URL."""
     params = pika.URLParameters(url)
     params.client_properties = {"connection_name": name, "product": "DLQ Console"}
     params.heartbeat = heartbeat
@@ -54,25 +84,48 @@ def parameters(url: str, name: str, heartbeat: int = 30) -> pika.URLParameters:
     return params
 
 
-def connect(url: str, name: str, heartbeat: int = 30) -> pika.BlockingConnection:
-    return pika.BlockingConnection(parameters(url, name, heartbeat))
+def connect(
+    url: str, name: str, heartbeat: int = 30, vhost: str | None = None
+) -> pika.BlockingConnection:
+    """A connection to the first node that answers, in `vhost` (default: the URL's)."""
+    error: Exception | None = None
+    for node in _in_turn(url, vhost):
+        try:
+            conn = pika.BlockingConnection(parameters(node, name, heartbeat))
+        except AllErrors as e:
+            error = e
+            continue
+        _answered(url, node, vhost)
+        return conn
+    raise error
 
 
 def ping(url: str, timeout: float = 3.0) -> None:
-    """Open and close a connection (for /readyz); raises one of AllErrors if it cannot."""
-    params = parameters(url, "dlq-readyz", heartbeat=0)
-    params.socket_timeout = params.stack_timeout = timeout
-    pika.BlockingConnection(params).close()
+    """Open and close a connection to any node (for /readyz); raises one of AllErrors."""
+    error: Exception | None = None
+    for node in _in_turn(url, None):
+        params = parameters(node, "dlq-readyz", heartbeat=0)
+        params.socket_timeout = params.stack_timeout = timeout
+        try:
+            pika.BlockingConnection(params).close()
+            return
+        except AllErrors as e:
+            error = e
+    raise error
 
 
 def vhost_of(url: str) -> str:
-    return pika.URLParameters(url).virtual_host
+    """The vhost of a URL setting (every node URL names the same one)."""
+    return pika.URLParameters(nodes(url)[0]).virtual_host
 
 
 def describe(url: str) -> str:
-    """host:port/vhost of a broker URL, without its credentials (for logs)."""
-    params = pika.URLParameters(url)
-    return f"{params.host}:{params.port}/{params.virtual_host}"
+    """host:port/vhost of each node of a URL setting, without credentials (for logs)."""
+    described = []
+    for node in nodes(url):
+        params = pika.URLParameters(node)
+        described.append(f"{params.host}:{params.port}/{params.virtual_host}")
+    return ",".join(described)
 
 
 def ack_with_note(channel, last_tag: int, queue: str, note: bytes, properties) -> None:
@@ -117,22 +170,34 @@ class ConfirmPublisher:
     before the confirm: the broker may or may not have routed it).
     """
 
-    def __init__(self, url: str, name: str = "dlq-replay", window: int = 1000):
+    def __init__(
+        self, url: str, name: str = "dlq-replay", window: int = 1000, vhost: str | None = None
+    ):
+        """Open on the first node of `url` that answers, in `vhost` (default: the URL's)."""
         self.window = window
         self.results: dict[str, tuple[str, str]] = {}
+        self.vhost = vhost or vhost_of(url)
+        for node in _in_turn(url, vhost):
+            self._open(node, name)
+            if not self._error:
+                _answered(url, node, vhost)
+                return
+        raise ConnectionError(self._error)
+
+    def _open(self, node: str, name: str) -> None:
         self._error: str | None = None
         self._channel = None
         self._ready = False
-        params = parameters(url, name)
         self._conn = pika.SelectConnection(
-            params,
+            parameters(node, name),
             on_open_callback=self._on_open,
             on_open_error_callback=self._on_open_error,
             on_close_callback=self._on_conn_closed,
         )
         self._run(lambda: self._ready or self._error is not None, timeout=15)
-        if self._error:
-            raise ConnectionError(self._error)
+        if not self._ready and not self._error:
+            self._error = "the broker did not open a channel in time"
+            self.close()
 
     @property
     def frame_max(self) -> int:

@@ -4,7 +4,7 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
 
@@ -14,11 +14,27 @@ class ManagementError(Exception):
 
 
 def _request(path: str, timeout: float = 5.0):
-    parts = urlsplit(settings.DLQ_MANAGEMENT_URL)
+    """GET a path from the first node of DLQ_MANAGEMENT_URL that answers (one cluster's
+    nodes, comma-separated); an HTTP error is the cluster's answer, not a dead node."""
+    unreachable = ""
+    for base in [u.strip() for u in settings.DLQ_MANAGEMENT_URL.split(",") if u.strip()]:
+        try:
+            return _request_node(base, path, timeout)
+        except _Unreachable as e:
+            unreachable = str(e)
+    raise ManagementError(f"management API unreachable: {unreachable}")
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def _request_node(url: str, path: str, timeout: float):
+    parts = urlsplit(url)
     base = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
     request = urllib.request.Request(base + parts.path.rstrip("/") + path)
     if parts.username:
-        creds = f"{parts.username}:{parts.password or ''}".encode()
+        creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
         request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -27,8 +43,18 @@ def _request(path: str, timeout: float = 5.0):
         if e.code == 404:
             return None
         raise ManagementError(f"management API answered {e.code} for {path}") from None
-    except (OSError, ValueError) as e:
-        raise ManagementError(f"management API unreachable: {e}") from None
+    except ValueError as e:
+        raise ManagementError(f"management API answered what is not JSON: {e}") from None
+    except OSError as e:
+        raise _Unreachable(str(e)) from None
+
+
+def list_vhosts() -> list[str]:
+    """The vhosts the console's user can see."""
+    found = _request("/api/vhosts?columns=name")
+    if not isinstance(found, list):
+        return []
+    return [v["name"] for v in found if isinstance(v, dict) and isinstance(v.get("name"), str)]
 
 
 def list_queues(vhost: str) -> list[dict]:

@@ -29,7 +29,7 @@ from functools import partial
 from django.conf import settings
 
 from dlq import compiled
-from dlq.broker import amqp
+from dlq.broker import amqp, names
 from dlq.drain.backoff import Backoff
 from dlq.drain.batch import Batch, Gathering
 from dlq.drain.ledger import AckLedger
@@ -50,15 +50,21 @@ class Drainer:
         batch_size=None,
         prefetch=None,
         flush_ms=None,
+        vhost=None,
     ):
+        """`patterns`: queue names or globs in `vhost` (default: the broker URL's vhost).
+        A whole estate, `VHOST/QUEUE` patterns, is dlq/drain/estate.py's: one per vhost."""
         self.once = once
         self.url = broker_url or settings.DLQ_BROKER_URL
-        self.vhost = amqp.vhost_of(self.url)
+        default_vhost = amqp.vhost_of(self.url)
+        self.vhost = vhost or default_vhost
         self.queues = Discovery(patterns or settings.DLQ_QUEUES, self.vhost)
         self.prefetch = prefetch or settings.DLQ_DRAIN_PREFETCH
         self.flush_s = (flush_ms or settings.DLQ_DRAIN_FLUSH_MS) / 1000
         self.heartbeat = settings.DLQ_DRAIN_HEARTBEAT
         self.name = f"dlq-drain {socket.gethostname()} pid {os.getpid()}"
+        if self.vhost != default_vhost:
+            self.name += f" vhost {names.escape_vhost(self.vhost)}"
         self.stopping = threading.Event()
         self.work: queuelib.Queue = queuelib.Queue()  # to the writer thread
         self.generation = 0
@@ -110,7 +116,7 @@ class Drainer:
                     wait = backoff.next()
                     log.warning(
                         "backing off because the broker is unavailable",
-                        extra={"error": repr(e), "retry_in_s": round(wait, 1)},
+                        extra={"error": repr(e), "vhost": self.vhost, "retry_in_s": round(wait, 1)},
                     )
                     self.stopping.wait(wait)
             return self._shutdown()
@@ -123,7 +129,7 @@ class Drainer:
         self.stopping.set()
 
     def _connect(self) -> None:
-        self.conn = amqp.connect(self.url, self.name, self.heartbeat)
+        self.conn = amqp.connect(self.url, self.name, self.heartbeat, vhost=self.vhost)
         self.channel = self.conn.channel()
         self.channel.basic_qos(prefetch_count=self.prefetch)
         self.channel.tx_select()  # acks and ledger notes take effect together (_acked)
@@ -139,6 +145,7 @@ class Drainer:
             "connected",
             extra={
                 "broker": amqp.describe(self.url),
+                "vhost": self.vhost,
                 "ledger": self.ledger.name,
                 "compiled": compiled.describe(),  # the hot path's speed (setup.py)
             },

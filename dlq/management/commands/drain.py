@@ -3,9 +3,10 @@ import gc
 import signal
 import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from dlq.drain.drainer import Drainer
+from dlq.broker import names
+from dlq.drain.estate import Estate
 
 SWITCH_INTERVAL_S = 0.0005
 
@@ -17,11 +18,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--once", action="store_true", help="drain what is there now, then exit 0"
         )
-        parser.add_argument("--queues", help="comma-separated names or globs (default: DLQ_QUEUES)")
+        parser.add_argument(
+            "--queues",
+            help="comma-separated QUEUE or VHOST/QUEUE, names or globs (default: DLQ_QUEUES)",
+        )
 
     def handle(self, *args, once=False, queues=None, **options):
         patterns = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
-        drainer = Drainer(patterns=patterns, once=once)
+        try:
+            drainer = Estate(patterns=patterns, once=once)
+        except names.PatternError as e:
+            raise CommandError(f"--queues: {e}") from None
         signal.signal(signal.SIGTERM, drainer.stop)
         signal.signal(signal.SIGINT, drainer.stop)
         # `kill -USR1 PID` prints every thread's stack to stderr: a stuck drainer explains

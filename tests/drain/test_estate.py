@@ -1,0 +1,96 @@
+"""One drainer process, many vhosts: `VHOST/QUEUE` patterns, vhosts that come and go, a vhost
+the console's user cannot read, each message kept with its own vhost."""
+
+import signal
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from console.env import env_patterns
+from dlq.models import Message
+from tests.drainproc import run_once, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+FAST_RESOLVE = {"DLQ_RESOLVE_SECONDS": "1"}
+
+
+def park(vhosts, vhost: str, queue: str, bodies: list[bytes]) -> None:
+    ch = vhosts.channel(vhost)
+    ch.queue_declare(queue, durable=True)
+    for body in bodies:
+        ch.basic_publish("", queue, body)
+
+
+def stored(vhost: str, queue: str) -> list[bytes]:
+    rows = Message.objects.filter(vhost=vhost, queue=queue).order_by("id")
+    return sorted(bytes(m.body) for m in rows)
+
+
+def test_every_vhost_a_glob_names_is_drained_into_its_own_rows(vhosts, spawn, db_url, unique):
+    a, b = vhosts.make("a"), vhosts.make("b")
+    other = vhosts.make("other")
+    # The same queue name in two vhosts: two queues, never mixed.
+    park(vhosts, a, "orders.dlq", [b"a1", b"a2"])
+    park(vhosts, b, "orders.dlq", [b"b1"])
+    park(vhosts, other, "orders.parked", [b"not drained"])
+
+    proc = spawn([f"{unique}-*/*.dlq"], db_url, env=FAST_RESOLVE)
+    wait_for(lambda: Message.objects.filter(queue="orders.dlq").count() == 3, 60, "both vhosts")
+    assert stored(a, "orders.dlq") == [b"a1", b"a2"]
+    assert stored(b, "orders.dlq") == [b"b1"]
+
+    # A vhost made later is drained without a restart.
+    c = vhosts.make("c")
+    park(vhosts, c, "late.dlq", [b"c1"])
+    wait_for(lambda: stored(c, "late.dlq") == [b"c1"], 30, "the new vhost")
+
+    # A deleted vhost is let go; its messages stay, the others go on.
+    vhosts.delete(a)
+    wait_for(lambda: proc.events("vhost is gone, no longer drained", prefix=True), 30, "let go")
+    park(vhosts, b, "orders.dlq", [b"b2"])
+    wait_for(lambda: stored(b, "orders.dlq") == [b"b1", b"b2"], 30, "the others to go on")
+    assert stored(a, "orders.dlq") == [b"a1", b"a2"]
+    assert not Message.objects.filter(vhost=other).exists()
+
+    assert proc.alive()
+    assert proc.stop(signal.SIGTERM) == 0, proc.log()[-3000:]
+
+
+def test_a_vhost_it_cannot_read_does_not_stop_the_others(vhosts, spawn, db_url, unique, rabbit):
+    readable = vhosts.make("ok")
+    closed = vhosts.make("closed")
+    user = rabbit.url.split("//", 1)[1].split(":", 1)[0]
+    vhosts.api("DELETE", f"/api/permissions/{closed}/{user}")
+    park(vhosts, readable, "x.dlq", [b"one"])
+
+    proc = spawn([f"{unique}-*/x.dlq"], db_url, env=FAST_RESOLVE)
+    wait_for(lambda: stored(readable, "x.dlq") == [b"one"], 60, "the readable vhost")
+    wait_for(lambda: proc.events("backing off", prefix=True), 30, "the closed vhost to back off")
+    assert any(closed in line for line in proc.events("backing off", prefix=True))
+    assert proc.alive()
+    assert proc.stop(signal.SIGTERM) == 0, proc.log()[-3000:]
+
+
+def test_once_drains_a_literal_vhost_and_queue(vhosts, db_url, unique):
+    a = vhosts.make("a")
+    park(vhosts, a, "one.dlq", [b"x", b"y"])
+    proc = run_once([f"{unique}-a/one.dlq"], db_url)
+    assert proc.proc.returncode == 0, proc.log_text[-3000:]
+    assert stored(a, "one.dlq") == [b"x", b"y"]
+
+
+@pytest.mark.parametrize(
+    "value, complaint",
+    [
+        ("a.dlq,,b.dlq", "empty item"),
+        ("/orders.dlq", "empty part"),
+        ("billing/", "empty part"),
+        ("bad%zz/q", "escape"),
+    ],
+)
+def test_junk_in_dlq_queues_is_a_start_up_error_naming_it(monkeypatch, value, complaint):
+    monkeypatch.setenv("DLQ_QUEUES", value)
+    with pytest.raises(ImproperlyConfigured, match=complaint) as raised:
+        env_patterns("DLQ_QUEUES", "*.dlq")
+    assert "DLQ_QUEUES" in str(raised.value)
