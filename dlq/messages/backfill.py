@@ -21,12 +21,12 @@ BATCH = 1000
 FIELDS = ("message_type", "first_death_at", "group")
 
 
-def derive(headers: dict, properties: dict) -> dict:
+def derive(headers: dict, properties: dict, vhost: str) -> dict:
     death = deaths.read(headers, amqp_type=properties.get("type"))
     return {
         "message_type": clean(death.message_type),
         "first_death_at": death.first_death_at,
-        "group": death.group,
+        "group": death.group(vhost),
     }
 
 
@@ -38,7 +38,7 @@ def run(batch: int = BATCH, progress: Callable[[int, int, int], None] | None = N
             rows = list(
                 Message.objects.filter(id__gt=last)
                 .order_by("id")
-                .only("id", "headers_json", "properties_json", *FIELDS)[:batch]
+                .only("id", "vhost", "headers_json", "properties_json", *FIELDS)[:batch]
             )
             if not rows:
                 return changed
@@ -54,7 +54,7 @@ def _update(rows: list[Message]) -> int:
     for m in rows:
         headers_json, properties_json = originals.get(m.id, (m.headers_json, m.properties_json))
         try:
-            fresh = derive(json.loads(headers_json), json.loads(properties_json))
+            fresh = derive(json.loads(headers_json), json.loads(properties_json), m.vhost)
         except Exception:  # noqa: BLE001 - as the drainer's fallback row: keep what is stored
             log.warning("backfill_skipped", extra={"message_id": m.id}, exc_info=True)
             continue

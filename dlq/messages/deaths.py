@@ -32,13 +32,15 @@ class Death:
     message_type: str = ""
     x_death: list[dict] = field(default_factory=list)
 
-    @property
-    def group(self) -> str:
-        """The failure fingerprint: same place, same reason, same error, same kind of message.
-
-        Never the body or the exception message, which carry ids and would split a group.
+    def group(self, vhost: str) -> str:
+        """The failure fingerprint: same vhost, same place, same reason, same error, same kind
+        of message. Never the body or the exception message, which carry ids and would split
+        a group. Vhost `/` adds nothing to the key: groups of 0.4 and before keep their ids.
         """
-        key = "\x1f".join([self.failed_queue, self.reason, self.exception_type, self.message_type])
+        parts = [self.failed_queue, self.reason, self.exception_type, self.message_type]
+        if vhost != "/":
+            parts.append(vhost)  # the same queue name in two vhosts is two places
+        key = "\x1f".join(parts)
         return hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 

@@ -204,7 +204,7 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
         "exception_message": clean(death.exception_message, None),
         "exception_stacktrace": clean(death.exception_stacktrace, None),
         "message_type": clean(death.message_type),
-        "group": death.group,
+        "group": death.group(d.vhost),
         "replay_count": _fit(replay_count),
         "previous_id": origin_id,  # resolved against the database when stored
         "lineage_id": None,

@@ -1,5 +1,6 @@
 """deaths.read on typed headers, for what RabbitMQ 3.10 cannot produce here."""
 
+import hashlib
 import json
 from datetime import UTC, datetime
 
@@ -114,18 +115,26 @@ def test_it_never_fails_on_junk_framework_headers():
     assert death.exception_type == ""
     assert death.original_exchange is None  # Spring's header was there, but not text
     assert death.delivery_count == 2
-    assert len(death.group) == 16
+    assert len(death.group("/")) == 16
 
 
 def test_it_groups_on_failure_not_on_message():
     def group(**headers):
-        return deaths.read(typed_table(headers)).group
+        return deaths.read(typed_table(headers)).group("/")
 
     one = group(**{"x-death": [_entry("q", "rejected")], "MT-Fault-Message": "order 1"})
     two = group(**{"x-death": [_entry("q", "rejected", 9)], "MT-Fault-Message": "order 2"})
     assert one == two
     assert one != group(**{"x-death": [_entry("q", "expired")]})
     assert one != group(**{"x-death": [_entry("q", "rejected")], "type": "App\\Other"})
+
+
+def test_a_group_never_spans_vhosts_and_vhost_slash_keeps_its_old_ids():
+    death = deaths.read(typed_table({"x-death": [_entry("q", "rejected")]}))
+    assert death.group("billing") != death.group("orders") != death.group("/")
+    # 0.4's key, without the vhost: stored groups of vhost / keep their ids.
+    key = "\x1f".join(["q", "rejected", "", ""])
+    assert death.group("/") == hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
 def test_the_first_death_time_is_the_named_entrys_not_the_oldest():
@@ -151,7 +160,8 @@ def test_the_message_type_falls_back_to_the_amqp_type_property():
     celery = typed_table({"task": "orders.tasks.charge"})
     assert deaths.read(celery, amqp_type="ignored").message_type == "orders.tasks.charge"
     assert deaths.read({}, amqp_type={"base64": "/w=="}).message_type == ""  # not UTF-8
-    assert deaths.read({}).group != deaths.read({}, amqp_type="billing.InvoiceDue").group
+    typed_one = deaths.read({}, amqp_type="billing.InvoiceDue")
+    assert deaths.read({}).group("/") != typed_one.group("/")
 
 
 def test_symfony_retries_are_the_highest_redelivery_stamp_not_the_last():
