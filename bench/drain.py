@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Drain benchmark: the product's drainer against the raw pika ceiling (not a test).
 
-    .venv/bin/python bench/drain.py [--n 50000] [--size 1024] [--skip-two]
+    .venv/bin/python bench/drain.py [--n 50000] [--size 1024] [--skip-two] [--vhosts 20]
 
 1. Creates (drops and recreates) a dedicated benchmark database and migrates it.
 2. Fills a parking queue with N persistent messages that carry a real `x-death`: they are
@@ -13,6 +13,9 @@
    product defaults (batch 1000, prefetch 2000, flush 50 ms, synchronous commits) and
    measures messages/s from the first to the last stored batch, and its peak RSS.
 5. Refills and does the same with two drainer processes on the same queue.
+6. With --vhosts K: the same N spread over K fresh vhosts (one parking queue each), drained
+   by one drainer process (`VHOST/QUEUE` glob), against raw pika consuming the same
+   messages vhost after vhost in the same run; the vhosts are deleted afterwards.
 
 Rates are steady-state: ceiling from the first to the last delivery; drainers from the
 start of the first stored batch to the start of the last one (the rows of the last batch
@@ -53,28 +56,33 @@ LOREM = (
 # --- the raw ceiling (a child process: plain pika, its own codec, nothing of dlq) -------
 
 
-def ceiling_worker(url: str, queue: str, n: int) -> None:
+def ceiling_worker(targets: list[tuple[str, str]], n: int) -> None:
+    """Consume n messages from each (url, queue) in turn: one vhost's connection each."""
     import pika
 
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=PREFETCH)
     state = {"count": 0, "first": 0.0, "last": 0.0}
-
-    def on_message(channel, method, _props, _body):
-        state["count"] += 1
-        if state["count"] == 1:
-            state["first"] = time.perf_counter()
-        if state["count"] % ACK_EVERY == 0 or state["count"] == n:
-            channel.basic_ack(method.delivery_tag, multiple=True)
-        if state["count"] == n:
-            state["last"] = time.perf_counter()
-            channel.stop_consuming()
-
-    ch.basic_consume(queue, on_message)
     started = time.perf_counter()
-    ch.start_consuming()
-    conn.close()
+    for url, queue in targets:
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=PREFETCH)
+        state["here"] = 0
+
+        def on_message(channel, method, _props, _body):
+            state["count"] += 1
+            state["here"] += 1
+            if state["count"] == 1:
+                state["first"] = time.perf_counter()
+            if state["here"] % ACK_EVERY == 0 or state["here"] == n:
+                channel.basic_ack(method.delivery_tag, multiple=True)
+            if state["here"] == n:
+                state["last"] = time.perf_counter()
+                channel.stop_consuming()
+
+        ch.basic_consume(queue, on_message)
+        ch.start_consuming()
+        conn.close()
+    n = state["count"]
     elapsed = state["last"] - state["first"]
     print(
         json.dumps(
@@ -195,18 +203,10 @@ class Broker:
                 self.conn.close()
 
 
-def run_ceiling(broker_url: str, queue: str, n: int) -> dict:
+def run_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
+    """n messages from each (url, queue) target, in a child process of plain pika."""
     out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--ceiling-worker",
-            queue,
-            "--n",
-            str(n),
-            "--broker-url",
-            broker_url,
-        ],  # fmt: skip
+        [sys.executable, __file__, "--ceiling-worker", json.dumps(targets), "--n", str(n)],
         capture_output=True,
         text=True,
         check=True,
@@ -214,9 +214,9 @@ def run_ceiling(broker_url: str, queue: str, n: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measured_ceiling(broker_url: str, queue: str, n: int) -> dict:
+def measured_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
     busy = _machine_busy()
-    result = run_ceiling(broker_url, queue, n)
+    result = run_ceiling(targets, n)
     result["machine_cpu"] = _machine_busy() - busy
     return result
 
@@ -316,6 +316,84 @@ def drain_case(label, count, broker, args) -> dict:
     return result
 
 
+class Vhosts:
+    """K fresh vhosts, each with the bench's topology (one Broker each); deleted on close."""
+
+    def __init__(self, broker_url: str, management_url: str, prefix: str, k: int):
+        from dlq.broker import amqp
+
+        self.management = management_url
+        self.names = [f"{prefix}-{i:03d}" for i in range(k)]
+        self.brokers = []
+        for name in self.names:
+            self._api("PUT", f"/api/vhosts/{name}")
+            self._api("PUT", f"/api/permissions/{name}/{self._user()}", PERMISSIONS)
+            self.brokers.append(Broker(amqp.nodes(broker_url, name)[0], prefix))
+        self.parking = self.brokers[0].parking  # the same name in every vhost
+
+    def fill(self, n: int, size: int) -> None:
+        for broker in self.brokers:
+            broker.fill(n // len(self.brokers), size)
+
+    def depth(self) -> int:
+        return sum(broker.depth() for broker in self.brokers)
+
+    def targets(self) -> list[tuple[str, str]]:
+        return [(broker.url, broker.parking) for broker in self.brokers]
+
+    def close(self) -> None:
+        for broker in self.brokers:
+            with contextlib.suppress(Exception):
+                broker.close()
+        for name in self.names:
+            with contextlib.suppress(Exception):
+                self._api("DELETE", f"/api/vhosts/{name}")
+
+    def _user(self) -> str:
+        return urlsplit(self.management).username or "guest"
+
+    def _api(self, method: str, path: str, body: dict | None = None) -> None:
+        import base64
+        import urllib.request
+
+        parts = urlsplit(self.management)
+        request = urllib.request.Request(
+            f"{parts.scheme}://{parts.hostname}:{parts.port}{path}",
+            method=method,
+            data=json.dumps(body or {}).encode(),
+            headers={"content-type": "application/json"},
+        )
+        creds = f"{parts.username}:{parts.password}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(creds).decode())
+        urllib.request.urlopen(request, timeout=30).close()
+
+
+PERMISSIONS = {"configure": ".*", "write": ".*", "read": ".*"}
+
+
+def vhost_case(args, k: int) -> tuple[dict, dict]:
+    """N spread over k vhosts: the raw ceiling and one drainer on the same messages."""
+    prefix = f"dlqbench-{uuid.uuid4().hex[:8]}"
+    estate = Vhosts(args.broker_url, args.management_url, prefix, k)
+    each = args.n // k
+    try:
+        print(f"{k} vhosts: filling {each:,} each", flush=True)
+        estate.fill(args.n, args.size)
+        ceiling = measured_ceiling(estate.targets(), each)
+        print(f"  ceiling {ceiling['rate']:,.0f} msg/s", flush=True)
+        estate.fill(args.n, args.size)
+        reset_tables(args.database_url)
+        pattern = f"{prefix}-*/{estate.parking}"
+        result = run_drainers(1, pattern, args.database_url, args.broker_url)
+        result.update(stored_rate(args.database_url, each * k))
+        if result["stored"] != each * k or estate.depth():
+            raise SystemExit(f"{k} vhosts: stored {result['stored']:,} of {each * k:,}")
+        print(f"  drainer {result['rate']:,.0f} msg/s", flush=True)
+    finally:
+        estate.close()
+    return ceiling, result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=50_000, help="messages per run (50000)")
@@ -332,11 +410,14 @@ def main() -> None:
         default=os.environ.get("DLQ_MANAGEMENT_URL", DEFAULT_MANAGEMENT),
         help="the same broker's management API (RabbitMQ 4.0 here: http://...:15673)",
     )
-    parser.add_argument("--ceiling-worker", metavar="QUEUE", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--vhosts", type=int, default=0, help="also drain N spread over this many vhosts (20)"
+    )
+    parser.add_argument("--ceiling-worker", metavar="TARGETS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
     if args.ceiling_worker:
-        ceiling_worker(args.broker_url, args.ceiling_worker, args.n)
+        ceiling_worker([tuple(t) for t in json.loads(args.ceiling_worker)], args.n)
         return
 
     sys.path.insert(0, str(ROOT))
@@ -348,16 +429,17 @@ def main() -> None:
     try:
         print("ceiling: filling", flush=True)
         broker.fill(args.n, args.size)
-        ceiling = measured_ceiling(args.broker_url, broker.parking, args.n)
+        ceiling = measured_ceiling([(args.broker_url, broker.parking)], args.n)
         print(f"  {ceiling['rate']:,.0f} msg/s", flush=True)
         one = drain_case("1 drainer", 1, broker, args)
         two = None if args.skip_two else drain_case("2 drainers", 2, broker, args)
     finally:
         broker.close()
+    many = vhost_case(args, args.vhosts) if args.vhosts else None
 
-    def line(name, result, rss):
-        rate = result["rate"]
-        ratio = f"{rate / ceiling['rate']:.2f}" if rate else "-"
+    def line(name, result, rss, base=None):
+        rate, base = result["rate"], base or ceiling
+        ratio = f"{rate / base['rate']:.2f}" if rate else "-"
         per_msg = lambda seconds: f"{seconds / args.n * 1e6:.0f}"  # noqa: E731
         cpu = " + ".join(map(per_msg, result["cpu"]))
         print(
@@ -388,6 +470,14 @@ def main() -> None:
     line("1 drainer", one, mib(one["peaks_kib"][0]))
     if two:
         line("2 drainers", two, " + ".join(map(mib, two["peaks_kib"])))
+    if many:
+        vceiling, vone = many
+        print()
+        print(f"{args.vhosts} vhosts x {args.n // args.vhosts:,} messages, one drainer process:")
+        line("raw pika, in turn", vceiling, "-", vceiling)
+        line(f"1 drainer, {args.vhosts} vh", vone, mib(vone["peaks_kib"][0]), vceiling)
+        if vone["rate"] and one["rate"]:
+            print(f"many-vhost drainer / single-vhost drainer: {vone['rate'] / one['rate']:.2f}")
 
 
 if __name__ == "__main__":
