@@ -111,6 +111,9 @@ def claim_for_replay(message_id: int, target, actor, publisher=None) -> tuple[Re
     with transaction.atomic():
         message = _locked(message_id)
         _expect(message, Status.PARKED, "replayed")
+        if publisher is not None and publisher.vhost != message.vhost:
+            raise Conflict(f"message {message.pk} is in vhost {message.vhost!r}, "
+                           f"not {publisher.vhost!r}: it is only replayed in its own")  # fmt: skip
         try:
             route = replay.resolve(message, target)
         except replay.ReplayError as e:
@@ -171,9 +174,14 @@ def _replay_detail(attempt: Replay) -> dict:
 def replay_one(message_id: int, target, actor, reason: str, request_id: str = "") -> ReplayResult:
     """Replay one message with a publisher confirm and report the broker's answer."""
     reason = _require_reason(reason)
+    vhost = Message.objects.filter(pk=message_id).values_list("vhost", flat=True).first()
+    if vhost is None:
+        raise NotFound(f"message {message_id} does not exist")
     publisher = None
     try:
-        publisher = amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-replay")
+        # In the vhost the message was drained from, never the URL's (contract: a message
+        # is never published into another vhost). claim_for_replay checks it again.
+        publisher = amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-replay", vhost=vhost)
     except (ConnectionError, *amqp.AllErrors) as e:
         connect_error = str(e)
     else:

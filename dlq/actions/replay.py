@@ -6,12 +6,11 @@ the publishing user; kept in `original-user-id`); broker-owned `x-` headers and 
 stripped; the console's lineage headers added.
 """
 
-import fnmatch
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from dlq.broker import amqp, codec
+from dlq.broker import amqp, codec, names
 from dlq.models.actions import ReplayOverride
 
 STRIPPED_HEADERS = {"x-death", "x-delivery-count", "x-acquired-count", "CC", "BCC"}
@@ -42,17 +41,28 @@ def _short(value, what: str) -> str:
 
 
 def load_overrides() -> list[ReplayOverride]:
-    return list(ReplayOverride.objects.order_by("id"))
+    """Every target, in id order, each with its parsed `pattern` (None for a stored pattern
+    that no longer parses: it matches nothing until an admin fixes it)."""
+    default = amqp.vhost_of(settings.DLQ_BROKER_URL)
+    overrides = list(ReplayOverride.objects.order_by("id"))
+    for override in overrides:
+        try:
+            override.pattern = names.parse(override.queue_pattern, default)
+        except names.PatternError:
+            override.pattern = None
+    return overrides
 
 
-def target_for(queue: str) -> ReplayOverride | None:
-    """The per-queue replay target that "original" follows for `queue`, if any."""
-    return _override(queue, None)
+def target_for(message) -> ReplayOverride | None:
+    """The per-queue replay target that "original" follows for `message`, if any."""
+    return _override(message, None)
 
 
-def _override(queue: str, overrides) -> ReplayOverride | None:
+def _override(message, overrides) -> ReplayOverride | None:
+    # A pattern names its vhost (a bare QUEUE is in the default vhost): a target set for
+    # one service's queues never redirects a namesake queue of another vhost.
     for override in load_overrides() if overrides is None else overrides:
-        if fnmatch.fnmatchcase(queue, override.queue_pattern):
+        if override.pattern and override.pattern.matches(message.vhost, message.queue):
             return override
     return None
 
@@ -62,7 +72,7 @@ def resolve(message, target, overrides: list[ReplayOverride] | None = None) -> R
 
     `overrides` (from load_overrides) saves a query per message when resolving many."""
     if target == "original":
-        override = _override(message.queue, overrides)
+        override = _override(message, overrides)
         if override:
             return Route("original", override.exchange, override.routing_key)
         keys = message.original_routing_keys

@@ -1,11 +1,16 @@
 """Per-queue replay targets: where "original" goes for the messages of queues matching a
 pattern, when the first death is not where the message came from (a retry framework's delay
 exchange, for example). Admins manage them; every change is audited with before and after.
+
+A pattern is QUEUE (in the default vhost, the one in DLQ_BROKER_URL) or VHOST/QUEUE, each
+part a name or a glob (dlq/broker/names.py); the exchange is in the message's own vhost.
 """
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from dlq.actions import audit, replay
+from dlq.broker import amqp, names
 from dlq.actions.message import ActionError, NotFound
 from dlq.models import AuditAction
 from dlq.models.actions import ReplayOverride
@@ -76,11 +81,23 @@ def _checked(queue_pattern: str, exchange: str, routing_key: str) -> dict:
             errors[name] = ["is longer than 255 bytes"]
     if not errors and not queue_pattern.strip():
         errors["queue_pattern"] = ["is required (a queue name or a glob such as orders.*)"]
+    elif not errors and (problem := _pattern_problem(queue_pattern)):
+        errors["queue_pattern"] = [problem]
     if not errors and exchange == "" and routing_key == "":
         errors["routing_key"] = ["is required with the default exchange (it names the queue)"]
     if errors:
         raise ActionError(errors)
     return values
+
+
+def _pattern_problem(queue_pattern: str) -> str:
+    """Why a pattern names no queue ("" when it does): QUEUE (in the default vhost) or
+    VHOST/QUEUE, as in DLQ_QUEUES."""
+    try:
+        names.parse(queue_pattern, amqp.vhost_of(settings.DLQ_BROKER_URL))
+    except names.PatternError as e:
+        return f"{e}; a / inside a vhost name is written %2F"
+    return ""
 
 
 def _reason(reason: str) -> str:

@@ -9,8 +9,14 @@ from dlq.schemas.filters import Text
 
 class TargetOut(Schema):
     id: int
-    queue_pattern: str = Field(description="a queue name or glob (fnmatch); the first match wins")
-    exchange: str = Field(description='where "original" replays go ("" = the default exchange)')
+    queue_pattern: str = Field(
+        description="QUEUE (in the default vhost) or VHOST/QUEUE, each part a name or a glob"
+        " (fnmatch; a / in a vhost name is written %2F); the first match wins"
+    )
+    exchange: str = Field(
+        description='where "original" replays go, in the message\'s own vhost'
+        ' ("" = the default exchange)'
+    )
     routing_key: str
     created_at: datetime
 

@@ -168,5 +168,5 @@ def route_preview(request, pk: int):
             headers = {key: codec.plain(value) for key, value in message.headers.items()}
             context["preview"] = routes.preview(message.vhost, route, headers)
             if route.target == "original":
-                context["override"] = replay.target_for(message.queue)
+                context["override"] = replay.target_for(message)
     return render(request, "messages/_route.html", context, status=200 if form.is_valid() else 400)

@@ -4,7 +4,11 @@ from django import forms
 
 
 class TargetForm(forms.Form):
-    queue_pattern = forms.CharField(max_length=255, help_text="a queue name or a glob: orders.*")
+    queue_pattern = forms.CharField(
+        max_length=255,
+        help_text="a queue name or a glob (orders.*) in the default vhost, or VHOST/QUEUE "
+        "(billing/orders.*; a / in a vhost name is %2F)",
+    )
     exchange = forms.CharField(max_length=255, required=False, strip=False,
                                help_text="empty: the default exchange")  # fmt: skip
     routing_key = forms.CharField(max_length=255, required=False, strip=False)
