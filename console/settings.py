@@ -183,8 +183,9 @@ DLQ_METRICS_TOKEN = env_str("DLQ_METRICS_TOKEN", "")
 DLQ_METRICS_ALLOWED_NETS = env_networks("DLQ_METRICS_ALLOWED_NETS", "127.0.0.0/8,::1/128")
 # Internal networks alert webhooks entered in the console may reach (dlq/alerts/destinations.py).
 DLQ_ALERT_ALLOWED_NETS = env_networks("DLQ_ALERT_ALLOWED_NETS", "none")
-# Work queues the topology page checks for a missing dead-letter exchange (globs).
-DLQ_WORK_QUEUES = env_list("DLQ_WORK_QUEUES", "*")
+# Work queues the topology page checks for a missing dead-letter exchange: QUEUE globs (in
+# every checked vhost) or VHOST/QUEUE (dlq/health/topology.py).
+DLQ_WORK_QUEUES = env_patterns("DLQ_WORK_QUEUES", "*")
 
 # --- Celery ---------------------------------------------------------------------------
 # Kombu separates failover URLs with ";" (its documented form).

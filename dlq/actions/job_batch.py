@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from dlq.actions import replay
+from dlq.actions.job_publishers import VhostRefused
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, Outcome, Replay
 
@@ -27,6 +28,7 @@ class Batch:
 
     items: list  # ClaimedItem
     outgoing: list = field(default_factory=list)
+    vhosts: dict = field(default_factory=dict)  # replay id -> the vhost to publish it in
     routes: dict = field(default_factory=dict)  # item pk -> replay.Route
     failures: dict = field(default_factory=dict)  # item pk -> (outcome, detail)
     claimed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -34,6 +36,8 @@ class Batch:
 
 def claim_next(job: Job, after: int, limits) -> Batch | None:
     """The next batch claimed and committed, or None when the job is finished or cancelled.
+    `limits(vhost)` is (frame_max, max message bytes) of that vhost's publisher
+    (dlq/actions/job_publishers.py), or raises VhostRefused.
 
     Items a dead worker left `publishing` come first (they precede the pending ones: items
     are claimed in id order); a cancelled job still settles those, and claims nothing new."""
@@ -45,11 +49,11 @@ def claim_next(job: Job, after: int, limits) -> Batch | None:
             job.resuming = bool(items)
         if not items and not cancelled:
             items = _items_to_claim(job, after, ItemState.PENDING)
-        return _claim_batch(job, items, *limits) if items else None
+        return _claim_batch(job, items, limits) if items else None
 
 
 # What a claim reads: enough to decide, resolve and build, nothing more (search_text...).
-MESSAGE_FIELDS = ("id", "status", "queue", "body", "properties_json", "headers_json",
+MESSAGE_FIELDS = ("id", "status", "vhost", "queue", "body", "properties_json", "headers_json",
                   "original_exchange", "original_routing_keys_json", "failed_queue",
                   "replay_count")  # fmt: skip
 
@@ -95,12 +99,12 @@ def _items_to_claim(job: Job, after: int, state: str) -> list[ClaimedItem]:
     return [ClaimedItem(*row[:4], ClaimedMessage(row[4:])) for row in rows]
 
 
-def _claim_batch(job: Job, items: list[ClaimedItem], frame_max: int, max_body: int) -> Batch:
+def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
     """Mark the batch's messages `replaying` and build what to publish (in the transaction
-    that locked them, see claim_next)."""
+    that locked them, see claim_next), each for its own vhost's publisher."""
     batch = Batch(items)
     target, overrides = job.target, job.__dict__.get("overrides")
-    claimed = []
+    claimed, released = [], []
     for item in items:
         message = item.message
         status = message.status
@@ -111,16 +115,20 @@ def _claim_batch(job: Job, items: list[ClaimedItem], frame_max: int, max_body: i
         replay_id = item.replay_id if resuming else uuid.uuid4().hex
         try:
             route = replay.resolve(message, target, overrides)
-            out = replay.build(message, route, replay_id, frame_max, max_body)
-        except replay.ReplayError as e:
+            out = replay.build(message, route, replay_id, *limits(message.vhost))
+        except (replay.ReplayError, VhostRefused) as e:
             batch.failures[item.pk] = (Outcome.ERROR, str(e))
+            if resuming:  # left `replaying` by a dead worker: parked again, not stuck
+                released.append(message.pk)
             continue
         batch.outgoing.append(out)
+        batch.vhosts[replay_id] = message.vhost
         batch.routes[item.pk] = route
         item.replay_id, item.state = replay_id, ItemState.PUBLISHING
         if not resuming:
             claimed.append(message.pk)
     _mark_publishing(claimed, [i for i in items if i.pk in batch.routes])
+    Message.objects.filter(pk__in=released, status=Status.REPLAYING).update(status=Status.PARKED)
     return batch
 
 

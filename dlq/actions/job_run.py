@@ -49,6 +49,7 @@ from dlq.actions.job_batch import (
     settle_batch,
     tally,
 )
+from dlq.actions.job_publishers import Publishers
 from dlq.broker import amqp
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, JobStatus, Outcome
@@ -85,16 +86,35 @@ def run_job(job_id: int, publisher_factory=None) -> str:
         with Heartbeat(job_id):
             if job.action == "discard":
                 return _run_discard(job)
-            publisher = (publisher_factory or _publisher)()
-            try:
-                return _run_replay(job, publisher)
-            finally:
-                publisher.close()
+            return _replay_on_nodes(job, publisher_factory or _publisher)
     except (ConnectionError, *amqp.AllErrors) as e:
         # The broker is gone: leave the job running; the heartbeat goes stale and a later
         # run resumes it (publishing items are published again, the window of duplicates).
         log.warning("job interrupted by the broker", extra={"job": job_id, "error": repr(e)})
         return "interrupted"
+
+
+def _replay_on_nodes(job: Job, factory) -> str:
+    """Replay; a connection lost mid-job is replaced at once, up to once per node of the
+    cluster (a new publisher begins with the next node: dlq/broker/amqp.py), so a node that
+    dies costs the batch in flight, not a wait of DLQ_JOB_STALE_SECONDS to be resumed. The
+    rerun publishes what was left `publishing` first, with the same replay ids, as a resumed
+    job does (job_batch.claim_next). A cluster where no node answers interrupts the job."""
+    failovers = len(amqp.nodes(settings.DLQ_BROKER_URL)) - 1
+    while True:
+        # One publisher per vhost, opened as the claims meet its messages.
+        publishers = Publishers(factory)
+        try:
+            return _run_replay(job, publishers)
+        except (ConnectionError, *amqp.AllErrors) as e:
+            if not failovers or not publishers.broken:
+                raise
+            failovers -= 1
+            log.warning("job lost its broker connection, going on through the next node",
+                        extra={"job": job.pk, "error": repr(e)})  # fmt: skip
+            job.resuming = True  # claim what was left `publishing` first
+        finally:
+            publishers.close()
 
 
 class Heartbeat:
@@ -127,9 +147,10 @@ class Heartbeat:
             connection.close()
 
 
-def _publisher():
+def _publisher(vhost: str | None = None):
+    """A job's publisher in `vhost` (default: DLQ_BROKER_URL's)."""
     return amqp.ConfirmPublisher(
-        settings.DLQ_BROKER_URL, "dlq-replay-job", window=settings.DLQ_REPLAY_WINDOW
+        settings.DLQ_BROKER_URL, "dlq-replay-job", window=settings.DLQ_REPLAY_WINDOW, vhost=vhost
     )
 
 
@@ -176,10 +197,11 @@ def _pace(job: Job, n: int, started: float) -> None:
         time.sleep(max(0.0, n / job.rate_per_s - (time.monotonic() - started)))
 
 
-def _run_replay(job: Job, publisher) -> str:
+def _run_replay(job: Job, publisher: Publishers) -> str:
     """Claim, publish, settle, overlapped: while this thread publishes batch k, one thread
-    claims batch k+1 and another settles batch k-1, each on its own database connection."""
-    limits = (publisher.frame_max, replay.max_message_bytes(publisher.server_version))
+    claims batch k+1 and another settles batch k-1, each on its own database connection.
+    `publisher` holds one publisher per vhost; `broken` when any of them is."""
+    limits = publisher.limits  # per vhost: the claim builds each message for its own
     job.overrides = replay.load_overrides()  # read once per run, not once per message
     claimer = ThreadPoolExecutor(1, thread_name_prefix="dlq-job-claim")
     settler = ThreadPoolExecutor(1, thread_name_prefix="dlq-job-settle")
@@ -211,22 +233,36 @@ def _close_connection() -> None:
     connection.close()  # looked up in the calling thread: that thread's own connection
 
 
-def _publish(job: Job, batch: Batch, publisher) -> dict:
-    if not batch.outgoing:
-        return {}
-    timeout = max(60.0, 2 * len(batch.outgoing) / job.rate_per_s) if job.rate_per_s else 60.0
-    results = publisher.publish(batch.outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
-    return _isolate(job, batch, results, publisher)
+def _publish(job: Job, batch: Batch, publishers: Publishers) -> dict:
+    """Each message into its own vhost: the batch's messages grouped by vhost, one group
+    after another (so the job's rate limit holds over the batch). A group whose vhost's
+    connection broke stops the batch: what was not answered stays `publishing`."""
+    results = {}
+    for vhost, outgoing in _by_vhost(batch).items():
+        if publishers.broken:
+            break
+        publisher = publishers.get(vhost)  # opened by the claim that built these
+        timeout = max(60.0, 2 * len(outgoing) / job.rate_per_s) if job.rate_per_s else 60.0
+        answered = publisher.publish(outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
+        results.update(_isolate(job, outgoing, answered, publisher))
+    return results
 
 
-def _isolate(job: Job, batch: Batch, results: dict, publisher) -> dict:
+def _by_vhost(batch: Batch) -> dict[str, list]:
+    groups: dict[str, list] = {}
+    for out in batch.outgoing:
+        groups.setdefault(batch.vhosts[out.key], []).append(out)
+    return groups
+
+
+def _isolate(job: Job, outgoing: list, results: dict, publisher) -> dict:
     """A message the broker refuses (a property it will not take) closes the channel, and
     everything in flight with it ends in error. Those are published again one at a time on
     the reopened channel, so only the refused one fails. One that had reached its queue
     before the close arrives twice (same dlq-replay-id); none is lost."""
     closed = [
         item
-        for item in batch.outgoing
+        for item in outgoing
         if results[item.key][0] == Outcome.ERROR
         and results[item.key][1].startswith(amqp.CHANNEL_CLOSED)
     ]

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from dlq.actions import audit, replay
-from dlq.broker import amqp, names
 from dlq.actions.message import ActionError, NotFound
+from dlq.broker import amqp, names
 from dlq.models import AuditAction
 from dlq.models.actions import ReplayOverride
 

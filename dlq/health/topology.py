@@ -9,14 +9,19 @@ Three checks, each a warning with its reason:
   failing is dropped after that many deliveries (RabbitMQ 4 sets a limit of 20 by default).
 
 Limits come from queue arguments or the effective policy, whichever is stricter.
+
+Every drained vhost is checked (those of the drained queues the console knows, and the
+default one), each finding naming its vhost. DLQ_QUEUES patterns are QUEUE (default vhost)
+or VHOST/QUEUE; a bare DLQ_WORK_QUEUES pattern is a naming convention, so it applies in
+every checked vhost (VHOST/QUEUE narrows it to one).
 """
 
-import fnmatch
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from dlq.broker import amqp, mgmt
+from dlq.broker import amqp, mgmt, names
+from dlq.models import DrainedQueue
 
 NEAR_FULL = 0.8
 DEFAULT_DELIVERY_LIMIT_V4 = 20
@@ -31,26 +36,42 @@ class Finding:
     reason: str
 
 
-def check(vhost: str | None = None, drained=None, work=None) -> list[Finding]:
-    """Every warning for one vhost; raises mgmt.ManagementError if the API is down."""
-    vhost = vhost or amqp.vhost_of(settings.DLQ_BROKER_URL)
-    drained = drained or settings.DLQ_QUEUES
-    work = work or settings.DLQ_WORK_QUEUES
+def checked_vhosts() -> list[str]:
+    """The default vhost and every vhost a drained queue is in (a vhost deleted since has
+    no queues left to warn about)."""
+    default = amqp.vhost_of(settings.DLQ_BROKER_URL)
+    drained = DrainedQueue.objects.values_list("vhost", flat=True).distinct()
+    return sorted({default, *drained})
+
+
+def check(vhosts: list[str] | None = None, drained=None, work=None) -> list[Finding]:
+    """Every warning in `vhosts` (default: checked_vhosts()); raises mgmt.ManagementError
+    if the API is down. Patterns are parsed by dlq/broker/names.py (see the module's
+    docstring for what a bare one means)."""
+    default = amqp.vhost_of(settings.DLQ_BROKER_URL)
+    drained = names.parse_all(drained or settings.DLQ_QUEUES, default)
+    work = names.parse_all(work or settings.DLQ_WORK_QUEUES, "*")
     v4 = _major(mgmt.broker_version()) >= 4
     found = []
-    for queue in sorted(mgmt.queues_with_policies(vhost), key=lambda q: q["name"]):
-        if _ignored(queue):
-            continue
-        found += check_queue(vhost, queue, _matches(queue, drained), _matches(queue, work), v4)
+    for vhost in checked_vhosts() if vhosts is None else vhosts:
+        for queue in sorted(mgmt.queues_with_policies(vhost), key=lambda q: q["name"]):
+            if _ignored(queue):
+                continue
+            is_drained = names.matches(drained, vhost, queue["name"])
+            is_work = names.matches(work, vhost, queue["name"])
+            found += check_queue(vhost, queue, is_drained, is_work, v4)
     return found
 
 
-def report(vhost: str | None = None) -> tuple[list[Finding], str]:
-    """check(), or no findings and why the management API could not be asked."""
+def report() -> tuple[list[Finding], str]:
+    """check(), or no findings and why the management API could not be asked (or a
+    pattern setting could not be read)."""
     try:
-        return check(vhost), ""
+        return check(), ""
     except mgmt.ManagementError as e:
         return [], str(e)
+    except names.PatternError as e:
+        return [], f"DLQ_WORK_QUEUES: {e}"
 
 
 def check_queue(vhost: str, queue: dict, drained: bool, work: bool, v4: bool) -> list[Finding]:
@@ -87,10 +108,6 @@ def _ignored(queue: dict) -> bool:
         or queue.get("auto_delete")
         or queue["name"].startswith(("amq.", LEDGER_PREFIX))
     )
-
-
-def _matches(queue: dict, patterns) -> bool:
-    return any(fnmatch.fnmatchcase(queue["name"], p) for p in patterns)
 
 
 def _setting(queue: dict, argument: str, policy_key: str):

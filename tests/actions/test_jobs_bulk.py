@@ -42,6 +42,11 @@ def _replay_job(top, count: int, **fields) -> tuple[str, str, Job]:
     return work, park, job
 
 
+def _limits(publisher):
+    """claim_next's limits for every vhost: those of the one publisher (the default vhost)."""
+    return lambda _vhost: (publisher.frame_max, replay.max_message_bytes())
+
+
 def _progress(job_id: int) -> int:
     done, failed = Job.objects.filter(pk=job_id).values_list("done", "failed").get()
     return done + failed
@@ -222,7 +227,7 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
     assert job_run.claim_job(job.pk)
     publisher = job_run._publisher()
     try:
-        limits = (publisher.frame_max, replay.max_message_bytes())
+        limits = _limits(publisher)
         first = job_batch.claim_next(job, 0, limits)
         job_batch.settle_batch(job, first, publisher.publish(first.outgoing))
         second = job_batch.claim_next(job, first.items[-1].pk, limits)
@@ -251,7 +256,7 @@ def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, 
     job_publisher = publisher(f"{unique}-job")
     broker_name = find_connection(f"{unique}-job")
 
-    runner = Runner(job.pk, publisher_factory=lambda: job_publisher)
+    runner = Runner(job.pk, publisher_factory=lambda _vhost: job_publisher)
     runner.start()
     deadline = time.monotonic() + 20
     while _progress(job.pk) < 1000:
@@ -286,7 +291,7 @@ def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled
     assert job_run.claim_job(job.pk)
     publisher = job_run._publisher()
     try:  # a worker publishes its first batch and dies before settling it
-        limits = (publisher.frame_max, replay.max_message_bytes())
+        limits = _limits(publisher)
         first = job_batch.claim_next(job, 0, limits)
         publisher.publish(first.outgoing)
     finally:

@@ -5,8 +5,10 @@ import urllib.request
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from dlq.health import topology
+from dlq.models import DrainedQueue
 from tests.conftest import publish
 from tests.drainproc import free_port, management, wait_for
 from tests.factories import client_for, make_user
@@ -123,6 +125,25 @@ def test_the_page_lists_the_warnings_for_viewers(top, unique):
     assert response.status_code == 200
     page = response.content.decode()
     assert bare in page and "no dead-letter exchange" in page
+
+
+def test_it_checks_every_drained_vhost_and_names_it(vhosts, top, unique):
+    a = vhosts.make("a")
+    vhosts.channel(a).queue_declare(f"{unique}.orders")  # no dead-letter exchange, in A
+    top.queue("orders")  # its namesake in the default vhost
+    now = timezone.now()
+    DrainedQueue.objects.create(vhost=a, name=f"{unique}.x.dlq", first_seen_at=now,
+                                last_seen_at=now)  # fmt: skip
+
+    def mine(work):
+        found = topology.check(drained=[f"{unique}.*.dlq"], work=work)
+        return {(f.vhost, f.queue, f.check) for f in found if f.queue.startswith(unique)}
+
+    orders = f"{unique}.orders"
+    assert mine([f"{unique}.*"]) == {(a, orders, "no_dlx"), ("/", orders, "no_dlx")}
+    assert mine([f"{a}/{unique}.*"]) == {(a, orders, "no_dlx")}  # a VHOST/QUEUE narrows it
+    page = client_for(make_user("viewer")).get("/topology/").content.decode()
+    assert f"<td>{a}</td>" in page
 
 
 def test_the_page_needs_a_role():

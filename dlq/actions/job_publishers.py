@@ -1,0 +1,80 @@
+"""A bulk job's publishers: one per vhost its messages were drained from, opened when the
+first message of that vhost is claimed (AMQP connections are per vhost, and a message is
+only ever published into its own vhost).
+
+The claim thread opens them (it needs each vhost's size limits to build the messages); the
+publishing thread uses them. A vhost the broker refuses (deleted, no permission) while it
+answers for others fails its messages with an error, and the job goes on with the rest; a
+broker that answers nobody interrupts the job, as a lost connection does
+(dlq/actions/job_run.py).
+"""
+
+import threading
+
+from django.conf import settings
+
+from dlq.actions import replay
+from dlq.broker import amqp
+
+
+class VhostRefused(Exception):
+    """The broker answers, but not for this vhost."""
+
+
+class Publishers:
+    def __init__(self, factory):
+        """`factory(vhost)` opens a ConfirmPublisher in that vhost."""
+        self.factory = factory
+        self.open: dict[str, object] = {}
+        self.refused: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def get(self, vhost: str):
+        """The vhost's publisher; raises VhostRefused, or the broker's error when no node
+        answers at all."""
+        with self.lock:
+            if vhost in self.refused:
+                raise VhostRefused(self.refused[vhost])
+            if vhost not in self.open:
+                self.open[vhost] = self._opened(vhost)
+            return self.open[vhost]
+
+    def _opened(self, vhost: str):
+        try:
+            publisher = self.factory(vhost)
+        except (ConnectionError, *amqp.AllErrors) as e:
+            if not self._broker_answers():
+                raise
+            self.refused[vhost] = f"cannot publish in vhost {vhost!r}: {e}"
+            raise VhostRefused(self.refused[vhost]) from None
+        if publisher.vhost != vhost:  # a factory's mistake must never cross vhosts
+            publisher.close()
+            raise ValueError(f"a publisher for vhost {vhost!r} opened in {publisher.vhost!r}")
+        return publisher
+
+    def _broker_answers(self) -> bool:
+        if any(not p.broken for p in self.open.values()):
+            return True
+        try:
+            amqp.ping(settings.DLQ_BROKER_URL)
+        except amqp.AllErrors:
+            return False
+        return True
+
+    def limits(self, vhost: str) -> tuple[int, int]:
+        """(frame_max, max message bytes) of the vhost's connection: what a message built
+        for it must fit."""
+        publisher = self.get(vhost)
+        return publisher.frame_max, replay.max_message_bytes(publisher.server_version)
+
+    @property
+    def broken(self) -> bool:
+        """A vhost's connection is gone: its outstanding publishes have an unknown fate.
+        (Read without the lock: the claim thread may hold it while it opens a connection.)"""
+        return any(p.broken for p in list(self.open.values()))
+
+    def close(self) -> None:
+        with self.lock:
+            publishers, self.open = list(self.open.values()), {}
+        for publisher in publishers:
+            publisher.close()
