@@ -23,7 +23,7 @@ CELERY = [sys.executable, "-m", "celery", "-A", "console", "worker", "-l", "info
 class Worker:
     """`celery -A console worker` in its own process group, with its log in a file."""
 
-    def __init__(self, queue: str):
+    def __init__(self, queue: str, env: dict | None = None):
         from tests.drainproc import database_url  # not at the top: drainproc needs conftest
 
         self.log = tempfile.TemporaryFile("w+")  # closed by stop()  # noqa: SIM115
@@ -32,6 +32,7 @@ class Worker:
             "DATABASE_URL": database_url(),  # the pytest database
             "CELERY_TASK_DEFAULT_QUEUE": queue,
             "DLQ_JOB_STALE_SECONDS": "3",
+            **(env or {}),
         }
         self.proc = subprocess.Popen(
             [*CELERY, "-Q", queue, "-n", f"{queue}-{time.monotonic_ns()}@%h"],

@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.browser",
     "tests.drainfixtures",
     "tests.httprecorder",
+    "tests.nodeproxy",
     "tests.rabbits",
     "tests.vhosts",
 ]

@@ -9,13 +9,16 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import pika
 from pika import exceptions as _exc
 from pika import spec
+from pika.adapters.utils.connection_workflow import AMQPConnectorException as _ConnectorError
 
 from dlq.broker import codec
 from dlq.broker.properties import check_property_names, encode_properties, read_properties
 
-ConnectionErrors = (_exc.AMQPConnectionError, ConnectionError, OSError)
+# pika raises some connect failures as they are, not as an AMQPError: a node that takes the
+# TCP connection and then says nothing (hung, or half dead) times the AMQP handshake out.
+ConnectionErrors = (_exc.AMQPConnectionError, _ConnectorError, ConnectionError, OSError)
 ChannelErrors = (_exc.AMQPChannelError,)
-AllErrors = (_exc.AMQPError, ConnectionError, OSError)
+AllErrors = (_exc.AMQPError, _ConnectorError, ConnectionError, OSError)
 
 
 class TypedProperties(spec.BasicProperties):
@@ -45,7 +48,9 @@ def header_frame_size(props: TypedProperties) -> int:
 # --- connections ------------------------------------------------------------------------
 # A broker URL setting may list the nodes of one cluster, comma-separated: every connection
 # tries them in turn, starting with the node that answered last (a dead node costs one
-# refused connect, not one per reconnect).
+# refused connect, not one per reconnect). A connection its node drops (dead, hung: missed
+# heartbeats, shutting down) moves that start on to the next node, so the reconnect does
+# not wait first for the node that just failed (a hung one costs a handshake timeout).
 
 _last_good: dict[str, int] = {}
 
@@ -69,8 +74,21 @@ def _in_turn(url: str, vhost: str | None) -> list[str]:
     return urls[first:] + urls[:first]
 
 
-def _answered(url: str, node: str, vhost: str | None) -> None:
-    _last_good[url] = nodes(url, vhost).index(node)
+def _answered(url: str, node: str, vhost: str | None) -> int:
+    _last_good[url] = index = nodes(url, vhost).index(node)
+    return index
+
+
+def _on_node_lost(url: str, index: int):
+    """A close callback: a connection to node `index` closed, not by this client."""
+
+    def closed(_conn, reason) -> None:
+        # Every user of the setting whose connection to that node drops moves the start on
+        # once between them, not once each (many vhosts, one node).
+        if not isinstance(reason, _exc.ConnectionClosedByClient) and _last_good.get(url) == index:
+            _last_good[url] = (index + 1) % len(nodes(url))
+
+    return closed
 
 
 def parameters(url: str, name: str, heartbeat: int = 30) -> pika.URLParameters:
@@ -95,7 +113,7 @@ def connect(
         except AllErrors as e:
             error = e
             continue
-        _answered(url, node, vhost)
+        conn._impl.add_on_close_callback(_on_node_lost(url, _answered(url, node, vhost)))
         return conn
     raise error
 
@@ -108,9 +126,11 @@ def ping(url: str, timeout: float = 3.0) -> None:
         params.socket_timeout = params.stack_timeout = timeout
         try:
             pika.BlockingConnection(params).close()
-            return
         except AllErrors as e:
             error = e
+            continue
+        _answered(url, node, None)  # the next probe (and connection) begins there
+        return
     raise error
 
 
@@ -124,7 +144,7 @@ def describe(url: str) -> str:
     described = []
     for node in nodes(url):
         params = pika.URLParameters(node)
-        described.append(f"{params.host}:{params.port}/{params.virtual_host}")
+        described.append(f"{params.host}:{params.port} vhost {params.virtual_host}")
     return ",".join(described)
 
 
@@ -180,7 +200,7 @@ class ConfirmPublisher:
         for node in _in_turn(url, vhost):
             self._open(node, name)
             if not self._error:
-                _answered(url, node, vhost)
+                self._conn.add_on_close_callback(_on_node_lost(url, _answered(url, node, vhost)))
                 return
         raise ConnectionError(self._error)
 

@@ -13,15 +13,26 @@ class ManagementError(Exception):
     """The management API could not be reached or answered with an error."""
 
 
+# The node of each DLQ_MANAGEMENT_URL setting that answered last: the next request begins
+# there, so a dead or hung node costs one timeout, not one per request.
+_last_good: dict[str, int] = {}
+
+
 def _request(path: str, timeout: float = 5.0):
     """GET a path from the first node of DLQ_MANAGEMENT_URL that answers (one cluster's
     nodes, comma-separated); an HTTP error is the cluster's answer, not a dead node."""
+    setting = settings.DLQ_MANAGEMENT_URL
+    bases = [u.strip() for u in setting.split(",") if u.strip()]
+    first = _last_good.get(setting, 0) % len(bases)
     unreachable = ""
-    for base in [u.strip() for u in settings.DLQ_MANAGEMENT_URL.split(",") if u.strip()]:
+    for index in [*range(first, len(bases)), *range(first)]:
         try:
-            return _request_node(base, path, timeout)
+            found = _request_node(bases[index], path, timeout)
         except _Unreachable as e:
             unreachable = str(e)
+            continue
+        _last_good[setting] = index
+        return found
     raise ManagementError(f"management API unreachable: {unreachable}")
 
 

@@ -49,7 +49,7 @@ def test_node_urls_are_pointed_at_a_vhost_each():
     assert amqp.nodes(url) == ["amqp://u:p@n1:5672/%2F", "amqp://u:p@n2:5672/%2F"]
     assert amqp.nodes(url, "a/b") == ["amqp://u:p@n1:5672/a%2Fb", "amqp://u:p@n2:5672/a%2Fb"]
     assert amqp.vhost_of(url) == "/"
-    assert amqp.describe(url) == "n1:5672//,n2:5672//"
+    assert amqp.describe(url) == "n1:5672 vhost /,n2:5672 vhost /"
 
 
 def test_node_url_lists_are_checked_at_start_up(monkeypatch):
