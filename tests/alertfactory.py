@@ -38,13 +38,13 @@ def _headers(died_in: str, exception: str, at: datetime, message_type: str = "")
 
 def arrive(queue: str, count: int = 1, *, exception: str = "ValueError", died_in: str = "",
            at: datetime | None = None, spread: timedelta = timedelta(0),
-           batch: int = 500, message_type: str = "") -> list[int]:  # fmt: skip
-    """Store `count` arrivals in `queue` through dlq.store, `batch` rows per transaction,
-    received evenly over `spread` from `at`; their ids."""
+           batch: int = 500, message_type: str = "", vhost: str = "/") -> list[int]:  # fmt: skip
+    """Store `count` arrivals in `queue` of `vhost` through dlq.store, `batch` rows per
+    transaction, received evenly over `spread` from `at`; their ids."""
     at = at or datetime.now(UTC)
     died_in = died_in or queue.rsplit(".", 1)[0]
     props = amqp.make_properties({}, _headers(died_in, exception, at, message_type))
-    delivery = Delivery(queue, "/", "", died_in, False, props, b'{"n": 1}')
+    delivery = Delivery(queue, vhost, "", died_in, False, props, b'{"n": 1}')
     step = spread / count if count else spread
     rows = [build_row(delivery, at + i * step) for i in range(count)]
     batch_ids = []

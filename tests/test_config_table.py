@@ -6,8 +6,8 @@ import re
 
 from tests import ROOT
 
-READERS = {"env_str", "env_int", "env_bool", "env_list", "env_url", "env_float",
-           "env_networks", "raw"}  # fmt: skip
+READERS = {"env_str", "env_int", "env_bool", "env_list", "env_url", "env_urls", "env_float",
+           "env_networks", "env_patterns", "raw"}  # fmt: skip
 # Defaults described in words in the README, on purpose (secrets, generated values).
 DESCRIBED = {"SECRET_KEY", "DLQ_ADMIN_PASSWORD", "DLQ_METRICS_TOKEN"}
 ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| (.*?) \| .* \|$")

@@ -71,7 +71,7 @@ def _failures(headers: dict) -> int:
     return sum(d.get("count", 0) for d in deaths if d.get("queue") == "svc.work")
 
 
-def test_a_parked_message_is_alerted_and_replayed_in_its_own_vhost(vhosts, recorder):
+def test_a_parked_message_is_alerted_and_replayed_in_its_own_vhost(vhosts, endpoint, default_rule):
     vhost = vhosts.make("service_a_vh")
     service = Service(vhosts, vhost)
     service.ch.basic_publish("svc.in", "invoice.created", b'{"invoice": 7}')
@@ -87,10 +87,10 @@ def test_a_parked_message_is_alerted_and_replayed_in_its_own_vhost(vhosts, recor
     assert message.original_exchange == "svc.in"
 
     # One Telegram digest that names the vhost and the queue.
-    add_channel("telegram", recorder)
+    add_channel("telegram", endpoint)
     for attempt_id in engine.evaluate(timezone.now() + timedelta(seconds=1)):
         delivery.deliver_now(attempt_id)
-    [telegram] = sent_to(recorder, "telegram")
+    [telegram] = sent_to(endpoint, "telegram")
     assert f"{vhost}/svc.parking" in telegram.json()["text"]
 
     # The fix is deployed; the operator replays to where it came from, in its vhost.

@@ -17,16 +17,17 @@ failing channel never touches draining. One pass (`evaluate`):
    A due digest is closed and one attempt per channel is queued; dlq/alerts/delivery.py sends.
 """
 
-import fnmatch
 import logging
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, Max, Min, OuterRef
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
+from dlq.broker import amqp, names
 from dlq.models import (
     AlertAttempt,
     AlertChannel,
@@ -43,8 +44,9 @@ log = logging.getLogger("dlq.alerts")
 GAP_GRACE = timedelta(seconds=30)  # far longer than any drain batch takes to commit
 MAX_GROUPS = 500  # distinct groups a digest itemises; arrivals of the rest are still counted
 DEFAULT_RULE = "all drained queues"
+EVERY_QUEUE = "*/*"  # every queue of every vhost (a bare * is the default vhost's)
 _GROUP_FIELDS = (
-    "queue", "group", "exception_type", "death_reason", "failed_queue", "message_type"
+    "vhost", "queue", "group", "exception_type", "death_reason", "failed_queue", "message_type"
 )  # fmt: skip
 
 
@@ -112,24 +114,78 @@ def _record_groups(start: int, end: int, now: datetime) -> None:
 # --- one rule ---------------------------------------------------------------------------
 
 
-def matches(patterns: list[str], queue: str) -> bool:
-    return any(fnmatch.fnmatchcase(queue, p) for p in patterns)
+def default_vhost() -> str:
+    """The vhost a bare QUEUE pattern names: DLQ_BROKER_URL's, as in DLQ_QUEUES."""
+    return amqp.vhost_of(settings.DLQ_BROKER_URL)
+
+
+def queue_key(vhost: str, queue: str) -> str:
+    """A digest's key for a queue: `VHOST/QUEUE` with the vhost escaped, so the first slash
+    always ends the vhost (texts.py splits it again for names and links)."""
+    return f"{names.escape_vhost(vhost)}/{queue}"
+
+
+def patterns_of(items: list[str], default: str | None = None) -> list[names.QueuePattern]:
+    """A rule's or a mute's `QUEUE` / `VHOST/QUEUE` globs; a bare QUEUE is in the default
+    vhost. A pattern saved before the forms knew vhosts that now reads as junk (an empty
+    part, a bad % escape) takes nothing, and says so in the log."""
+    default = default or default_vhost()
+    parsed = []
+    for item in items:
+        try:
+            parsed.append(names.parse(item, default))
+        except names.PatternError:
+            log.warning("alert pattern ignored", extra={"pattern": item})
+    return parsed
+
+
+def pattern_errors(items: list[str]) -> list[str]:
+    """What is wrong with each `QUEUE` / `VHOST/QUEUE` glob a rule or a mute is given."""
+    found = []
+    for item in items:
+        try:
+            names.parse(item, "/")  # the syntax alone: any default vhost will do
+        except names.PatternError as e:
+            found.append(f"{e}; a / inside a vhost name is written %2F")
+    return found
+
+
+def matches(patterns: list[str], vhost: str, queue: str) -> bool:
+    return names.matches(patterns_of(patterns), vhost, queue)
+
+
+def _among(keys: list[tuple[str, str]]) -> Q:
+    """Rows in any of these (vhost, queue): one IN list per vhost."""
+    per_vhost: dict[str, list[str]] = {}
+    for vhost, queue in keys:
+        per_vhost.setdefault(vhost, []).append(queue)
+    condition = Q(pk__in=[])
+    for vhost, queues in per_vhost.items():
+        condition |= Q(vhost=vhost, queue__in=queues)
+    return condition
 
 
 def _arrivals(rule: AlertRule, end: int, mutes: list[Mute]):
     """The rule's unmuted arrivals after its cursor, up to `end`; None if there are none."""
     span = Message.objects.filter(id__gt=rule.cursor, id__lte=end)
-    names = set(span.values_list("queue", flat=True).distinct().order_by())
-    whole_queue_mutes = [m.queue for m in mutes if not m.group]
-    queues = sorted(
-        q for q in names if matches(rule.patterns, q) and not matches(whole_queue_mutes, q)
+    seen = set(span.values_list("vhost", "queue").distinct().order_by())
+    default = default_vhost()
+    wanted = patterns_of(rule.patterns, default)
+    muted = patterns_of([m.queue for m in mutes if not m.group], default)
+    keys = sorted(
+        key for key in seen if names.matches(wanted, *key) and not names.matches(muted, *key)
     )
-    if not queues:
+    if not keys:
         return None
-    rows = span.filter(queue__in=queues)
+    rows = span.filter(_among(keys))
     for mute in (m for m in mutes if m.group):
-        scope = {"queue__in": [q for q in queues if matches([mute.queue], q)]}
-        rows = rows.exclude(group=mute.group, **(scope if mute.queue else {}))
+        if not mute.queue:
+            rows = rows.exclude(group=mute.group)
+            continue
+        scoped = patterns_of([mute.queue], default)
+        scope = [key for key in keys if names.matches(scoped, *key)]
+        if scope:
+            rows = rows.exclude(Q(group=mute.group) & _among(scope))
     return rows
 
 
@@ -160,7 +216,8 @@ def _add(digest: AlertDigest, s: dict, new: bool) -> None:
     digest.last_id = max(digest.last_id or 0, s["last"])
     digest.first_received_at = min(digest.first_received_at or s["since"], s["since"])
     digest.last_received_at = max(digest.last_received_at or s["until"], s["until"])
-    digest.queues[s["queue"]] = digest.queues.get(s["queue"], 0) + s["n"]
+    key = queue_key(s["vhost"], s["queue"])
+    digest.queues[key] = digest.queues.get(key, 0) + s["n"]
     group = digest.groups.get(s["group"])
     if group is None and len(digest.groups) >= MAX_GROUPS:
         digest.other_groups += s["n"]
@@ -172,6 +229,7 @@ def _add(digest: AlertDigest, s: dict, new: bool) -> None:
             reason=s["death_reason"],
             failed_queue=s["failed_queue"],
             message_type=s["message_type"],
+            vhost=s["vhost"],  # one: a group never spans vhosts (its id holds the vhost)
         )
     group["count"] += s["n"]
     if new and s["group"] not in digest.new_groups:
@@ -342,4 +400,4 @@ def ensure_default_rule() -> AlertRule:
     """The out-of-the-box rule (the migration creates it): every drained queue, every
     channel, any arrival, one digest per 15 minutes, new failure groups at once."""
     rule = AlertRule.objects.filter(name=DEFAULT_RULE).first()
-    return rule or create_rule(DEFAULT_RULE, queues="*", all_channels=True)
+    return rule or create_rule(DEFAULT_RULE, queues=EVERY_QUEUE, all_channels=True)

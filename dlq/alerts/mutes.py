@@ -1,4 +1,5 @@
 """Mutes: silence a queue (name or glob), a failure group, or a group in a queue, for a while.
+A queue is `QUEUE` (in the default vhost) or `VHOST/QUEUE`, either part a glob.
 
 A mute hides arrivals from every alert rule, so it is an operator action like any other: it
 needs a reason, its end is bounded (DLQ_MUTE_MAX_DAYS ahead at most: nobody mutes `*` until
@@ -13,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from dlq.actions import audit
+from dlq.alerts import engine
 from dlq.models import AuditAction, Mute
 
 
@@ -22,6 +24,8 @@ def problems(until: datetime | None, reason: str, queue: str = "", group: str = 
     found = {}
     if not queue and not group:
         found["queue"] = ["name a queue (or glob), a group, or both"]
+    elif queue and engine.pattern_errors([queue]):
+        found["queue"] = engine.pattern_errors([queue])
     if not (reason or "").strip():
         found["reason"] = ["a reason is required"]
     latest = (now or timezone.now()) + timedelta(days=settings.DLQ_MUTE_MAX_DAYS)

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 
 from dlq.alerts.formats import Alert, Item
+from dlq.broker import names
 from dlq.models import AlertDigest
 
 TOP = 10  # queues and groups listed in an alert; the rest are counted
@@ -17,20 +18,41 @@ def console_url(path: str, **query) -> str:
     return f"{url}?{urlencode(query)}" if query else url
 
 
-def _queue_item(queue: str, count: int) -> Item:
-    url = console_url("messages", queue=queue)
-    return Item(queue, count, url, data={"queue": queue, "count": count, "url": url})
+def _split(key: str) -> tuple[str | None, str]:
+    """A digest's queue key (engine.queue_key: `VHOST/QUEUE`, the vhost escaped) as
+    (vhost, queue); a key of a digest opened before vhosts (a bare queue) has no vhost."""
+    if "/" not in key:
+        return None, key
+    try:
+        pattern = names.parse(key, "/")
+    except names.PatternError:
+        return None, key
+    return pattern.vhost, pattern.queue
+
+
+def _named(vhost: str | None, queue: str) -> str:
+    """A queue as alerts name it: with its vhost unless that is `/` (names.qualified)."""
+    return names.qualified(vhost, queue) if vhost is not None and queue else queue
+
+
+def _queue_item(key: str, count: int) -> Item:
+    vhost, queue = _split(key)
+    url = console_url("messages", queue=queue, vhost=vhost)
+    data = {"queue": queue, "count": count, "url": url, "vhost": vhost}
+    return Item(_named(vhost, queue), count, url, data=data)
 
 
 def _group_item(group: str, info: dict, new: bool) -> Item:
     failure = info["exception_type"] or info["reason"] or f"group {group}"
-    # Digests stored before 0.4.0 have no message type.
+    # Digests stored before 0.4.0 have no message type; those opened before vhosts, none.
     name = " · ".join(filter(None, [info.get("message_type", ""), failure]))
-    where = [("in", info["queue"])]
-    if info["failed_queue"]:
-        where.append(("died in", info["failed_queue"]))
-    url = console_url("messages", queue=info["queue"], group=group)
+    vhost = info.get("vhost")
+    where = [("in", _named(vhost, info["queue"]))]
+    if info["failed_queue"]:  # it died in a queue of the same vhost
+        where.append(("died in", _named(vhost, info["failed_queue"])))
+    url = console_url("messages", queue=info["queue"], vhost=vhost, group=group)
     data = {"group": group, "count": info["count"], "new": new, **info, "url": url}
+    data.setdefault("vhost", vhost)
     return Item(name, info["count"], url, where, new, data)
 
 

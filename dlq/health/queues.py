@@ -7,20 +7,25 @@ from dlq.broker import mgmt
 from dlq.models import DrainedQueue, Message, Status
 
 
-def queue_overview() -> list[dict]:
-    """Drained queues and queues holding stored messages, with counts and broker depth."""
-    stored = _stored_per_queue()
-    known = {(q.vhost, q.name): q for q in DrainedQueue.objects.all()}
+def queue_overview(vhost: str | None = None) -> list[dict]:
+    """Drained queues and queues holding stored messages, with counts and broker depth;
+    with `vhost`, only that vhost's (the broker is asked about it alone)."""
+    stored = _stored_per_queue(vhost)
+    drained = DrainedQueue.objects.all()
+    if vhost is not None:
+        drained = drained.filter(vhost=vhost)
+    known = {(q.vhost, q.name): q for q in drained}
     keys = sorted(set(stored) | set(known))
     depths = broker_depths(sorted({vhost for vhost, _ in keys}))
     return [_queue_row(key, stored.get(key), known.get(key), depths) for key in keys]
 
 
-def _stored_per_queue() -> dict[tuple[str, str], dict]:
+def _stored_per_queue(vhost: str | None) -> dict[tuple[str, str], dict]:
     """Parked count and last arrival per (vhost, queue), exact: counted on every request by
     an index-only scan of msg_overview (no table row is read), one group per status."""
+    messages = Message.objects.all() if vhost is None else Message.objects.filter(vhost=vhost)
     per_status = (
-        Message.objects.order_by()
+        messages.order_by()
         .values("vhost", "queue", "status")
         .annotate(count=Count("*"), last=Max("received_at"))
     )

@@ -1,6 +1,7 @@
 """Deriving again, for messages stored by an earlier version, what this version derives on
 arrival: the message type (0.4.0 reads the AMQP `type` property too), the first death's
-time (from the entry `x-first-death-*` names) and so the failure group.
+time (from the entry `x-first-death-*` names), the failed queue and reason past a retry
+queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0).
 
 In batches by id, each its own transaction: safe to stop and to run again. An edited message
 is derived from the version the drainer stored, as on arrival.
@@ -18,7 +19,7 @@ from dlq.models import Message, MessageVersion
 
 log = logging.getLogger("dlq.backfill")
 BATCH = 1000
-FIELDS = ("message_type", "first_death_at", "group")
+FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reason")
 
 
 def derive(headers: dict, properties: dict, vhost: str) -> dict:
@@ -27,6 +28,8 @@ def derive(headers: dict, properties: dict, vhost: str) -> dict:
         "message_type": clean(death.message_type),
         "first_death_at": death.first_death_at,
         "group": death.group(vhost),
+        "failed_queue": clean(death.failed_queue),
+        "death_reason": clean(death.reason, 32),
     }
 
 

@@ -123,6 +123,13 @@ def _from_x_death(death: Death, headers: dict, entries: list[dict]) -> None:
     last_reason = _str(plain(headers.get("x-last-death-reason")))
     death.failed_queue = last_queue or entries[0]["queue"]
     death.reason = last_reason or entries[0]["reason"]
+    if death.reason == "expired":
+        # A TTL expiry after a failure is the wait in a retry or delay queue (the delayed-retry
+        # design, Symfony's delay queues), not where the message failed: the most recent
+        # death of another reason is.
+        failure = next((e for e in entries if e["reason"] != "expired"), None)
+        if failure is not None:
+            death.failed_queue, death.reason = failure["queue"], failure["reason"]
     # The first death is named by x-first-death-*; x-death[-1] is only the oldest entry
     # still listed (a repeated queue+reason moves to the front).
     first_queue = _str(plain(headers.get("x-first-death-queue")))

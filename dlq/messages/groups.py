@@ -46,6 +46,7 @@ def failure_groups(since: datetime | None, limit: int = 50, **filters: str) -> l
 def _attach_samples(rows: list[dict]) -> None:
     """What identifies each group, from its sample, and the group's first sighting ever."""
     samples = Message.objects.filter(pk__in=[r["sample_id"] for r in rows]).only(
+        "vhost",
         "queue",
         "death_reason",
         "exception_type",

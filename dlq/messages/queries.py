@@ -3,11 +3,11 @@
 import base64
 import binascii
 
-from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models import Exists, F, Max, Min, OuterRef, Q, Value
 
 from dlq.messages import search
 from dlq.messages.history import history
-from dlq.models import Message, SearchEntry
+from dlq.models import DrainedQueue, Message, SearchEntry
 
 MAX_LIMIT = 500
 # A search or a time range first scans this many ids in id order (see page()).
@@ -192,6 +192,18 @@ def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].id)
+
+
+def known_vhosts() -> list[str]:
+    """The vhosts the console has drained or stores messages of, sorted: every drained
+    queue's (a small table) and the lowest and highest stored (two probes of msg_overview,
+    which leads with vhost), never a scan of the messages. Enough to tell one vhost from
+    several; a vhost whose queues are gone and whose messages sort between two others is
+    left out, and the filter still takes it typed."""
+    vhosts = set(DrainedQueue.objects.order_by().values_list("vhost", flat=True).distinct())
+    ends = Message.objects.aggregate(low=Min("vhost"), high=Max("vhost"))
+    vhosts.update(v for v in ends.values() if v is not None)
+    return sorted(vhosts)
 
 
 def detail(message_id: int) -> Message | None:

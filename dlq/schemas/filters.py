@@ -57,6 +57,7 @@ def _cursor(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(storable)]
+Vhost = Annotated[str, Field(max_length=255), AfterValidator(storable)]  # as the column
 DateTime = Annotated[datetime, BeforeValidator(_date_time)]
 Cursor = Annotated[str, AfterValidator(_cursor)]
 MessageId = Annotated[int, Field(ge=1, le=MAX_ID)]
@@ -83,7 +84,9 @@ class MessageFilter(Query):
     routing_key: Text | None = Field(None, description="the routing key or the original one")
     exception_type: Text | None = None
     message_type: Text | None = Field(None, description="the message type, exactly")
-    vhost: Text | None = Field(None, description="the vhost it was drained from")
+    vhost: Vhost | None = Field(
+        None, description="the vhost it was drained from, exactly (`/` is the default vhost)"
+    )
     group: Text | None = Field(None, description="failure fingerprint")
     received_after: DateTime | None = Field(None, description="ISO 8601, inclusive")
     received_before: DateTime | None = Field(None, description="ISO 8601, exclusive")
@@ -95,6 +98,14 @@ class MessageFilter(Query):
         """The filters that are set, by name."""
         values = {name: getattr(self, name) for name in MessageFilter.model_fields}
         return {name: value for name, value in values.items() if value is not None}
+
+
+class QueueQuery(Query):
+    """The filters of the queue list."""
+
+    vhost: Vhost | None = Field(
+        None, description="only the queues of this vhost, exactly (`/` is the default vhost)"
+    )
 
 
 class MessageListQuery(MessageFilter):

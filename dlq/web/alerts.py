@@ -167,7 +167,8 @@ def rule_edit(request, pk=None):
         rule = form.save()
         messages.success(request, f"Rule {rule.name} saved.")
         return redirect("alerts:rules")
-    return render(request, "alerts/rule_form.html", {"form": form, "rule": rule})
+    context = {"form": form, "rule": rule}
+    return render(request, "alerts/rule_form.html", context, status=_form_status(form))
 
 
 @require_POST

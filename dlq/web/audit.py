@@ -7,8 +7,10 @@ from django.views.decorators.http import require_safe
 
 from dlq.accounts.roles import VIEWER
 from dlq.actions import audit
+from dlq.broker import names
 from dlq.messages import queries
 from dlq.messages.display import readable
+from dlq.models import Message
 from dlq.models.actions import AuditAction
 from dlq.web.access import role_view
 from dlq.web.forms.audit import parse_audit
@@ -47,6 +49,20 @@ def _row(entry) -> dict:
             "detail": _detail(entry)}  # fmt: skip
 
 
+SHOWN_IDS = 10  # message ids the page links per row (the template's slice)
+
+
+def _with_queues(rows: list[dict]) -> list[dict]:
+    """Each row's queues (vhost-qualified) of the messages it links: one query per page."""
+    ids = {mid for row in rows for mid in row["entry"].message_ids[:SHOWN_IDS]}
+    found = Message.objects.filter(pk__in=ids).values_list("pk", "vhost", "queue")
+    where = {pk: names.qualified(vhost, queue) for pk, vhost, queue in found}
+    for row in rows:
+        shown = row["entry"].message_ids[:SHOWN_IDS]
+        row["queues"] = sorted({where[mid] for mid in shown if mid in where})
+    return rows
+
+
 @require_safe
 @role_view(VIEWER)
 def audit_list(request):
@@ -65,7 +81,8 @@ def audit_list(request):
     more["cursor"] = next_cursor or ""
     first = csv_query.copy()
     first.pop("format")
-    context.update(rows=[_row(e) for e in rows], next_query=more.urlencode() if next_cursor
+    rows = _with_queues([_row(e) for e in rows])
+    context.update(rows=rows, next_query=more.urlencode() if next_cursor
                    else None, csv_query=csv_query.urlencode(), paged=bool(query.cursor),
                    first_query=first.urlencode())  # fmt: skip
     return render(request, "audit/list.html", context)

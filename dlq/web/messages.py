@@ -46,8 +46,11 @@ def message_list(request):
         "next_query": urlencode({**given, "cursor": next_cursor}) if next_cursor else "",
         "paged": bool(cursor),
         "statuses": Status.values,
-        "queues": DrainedQueue.objects.order_by("name").values_list("name", flat=True),
+        "queues": DrainedQueue.objects.order_by("name").values_list("name", flat=True).distinct(),
     }
+    # One vhost needs no column nor filter; a vhost filter in the URL keeps its field shown.
+    vhosts = queries.known_vhosts()
+    context["vhosts"] = vhosts if len(vhosts) > 1 or values["vhost"] else []
     # Going back to a page htmx no longer has in its cache needs the whole page.
     partial = request.htmx and not request.htmx.history_restore_request
     template = "messages/list.html#results" if partial else "messages/list.html"

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from dlq.alerts import mutes
+from dlq.alerts import engine, mutes
 from dlq.models import AlertRule, ChannelKind, Mute
 
 SECRET_FIELDS = {
@@ -50,6 +50,12 @@ class AttemptQuery(forms.Form):
     before = forms.IntegerField(required=False, min_value=1)
 
 
+QUEUES_HELP = (
+    "queue names or globs, comma-separated: QUEUE in the default vhost, or"
+    " VHOST/QUEUE (a / inside a vhost name is %2F); */* is every vhost's queues"
+)
+
+
 class RuleForm(forms.ModelForm):
     """AlertRule.clean() checks the queues, the quiet hours and the time zone."""
 
@@ -75,6 +81,14 @@ class RuleForm(forms.ModelForm):
             "quiet_start": forms.TimeInput(attrs={"type": "time"}),
             "quiet_end": forms.TimeInput(attrs={"type": "time"}),
         }
+        help_texts = {"queues": QUEUES_HELP}
+
+    def clean_queues(self):
+        value = self.cleaned_data["queues"]
+        found = engine.pattern_errors(AlertRule(queues=value).patterns)
+        if found:
+            raise forms.ValidationError(found)
+        return value
 
 
 class MuteForm(forms.ModelForm):
@@ -84,7 +98,11 @@ class MuteForm(forms.ModelForm):
         model = Mute
         fields = ["queue", "group", "until", "reason"]
         widgets = {"until": forms.DateTimeInput(attrs={"type": "datetime-local"})}
-        help_texts = {"group": "failure group id", "until": "UTC"}
+        help_texts = {
+            "group": "failure group id",
+            "until": "UTC",
+            "queue": "QUEUE in the default vhost or VHOST/QUEUE, globs allowed",
+        }
 
     def clean(self):
         data = super().clean()
