@@ -386,8 +386,12 @@ def vhost_case(args, k: int) -> tuple[dict, dict]:
         pattern = f"{prefix}-*/{estate.parking}"
         result = run_drainers(1, pattern, args.database_url, args.broker_url)
         result.update(stored_rate(args.database_url, each * k))
-        if result["stored"] != each * k or estate.depth():
-            raise SystemExit(f"{k} vhosts: stored {result['stored']:,} of {each * k:,}")
+        left = estate.depth()
+        if result["stored"] != each * k or left:
+            raise SystemExit(
+                f"{k} vhosts: stored {result['stored']:,} of {each * k:,}, {left:,} left on"
+                " the broker"
+            )
         print(f"  drainer {result['rate']:,.0f} msg/s", flush=True)
     finally:
         estate.close()

@@ -173,11 +173,20 @@ class Drainer:
             if now >= self.next_resolve:
                 self._resolve()
             if self.once and self._idle(now):
-                if queues_empty(self.conn, list(self.consumers)):
+                if queues_empty(self.conn, list(self.consumers)) and self._nothing_delivered():
                     log.info("queues drained", extra={"stored": self.stored})
                     return True
                 self.last_activity = now  # quiet, yet messages wait: the broker is slow
         return False
+
+    def _nothing_delivered(self) -> bool:
+        """The broker counts only ready messages: those it delivered before it answered are
+        not counted, yet may still wait unread in this connection's buffers (a thread kept
+        off the CPU, many vhosts draining at once). They arrived before the answer, so one
+        more pass of the I/O loop dispatches them: quiet after it means none."""
+        before = self.last_activity
+        self.conn.process_data_events(time_limit=0)
+        return self.last_activity == before and not self.gathered.deliveries
 
     def _writer_free(self) -> bool:
         # A partial batch handed over while the writer is busy would only queue behind
