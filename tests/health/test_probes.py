@@ -28,7 +28,7 @@ def test_it_is_not_ready_when_the_broker_cannot_be_reached(settings):
     body = response.json()
     assert body["status"] == "unavailable"
     assert body["checks"]["database"] == "ok"
-    assert body["checks"]["broker"].startswith(f"unreachable (127.0.0.1:{port}/")
+    assert body["checks"]["broker"].startswith(f"unreachable (127.0.0.1:{port} vhost /)")
     assert "secret-pw" not in response.content.decode()
 
 
