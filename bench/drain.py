@@ -127,7 +127,12 @@ def drainer_env(db_url: str, broker_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in PRODUCT_SETTINGS}
     env.update(DATABASE_URL=db_url, DLQ_BROKER_URL=broker_url)
     env.setdefault("DLQ_MANAGEMENT_URL", DEFAULT_MANAGEMENT)
+    if PREFETCH_OVERRIDE:  # --prefetch: the one product setting a run may change
+        env["DLQ_DRAIN_PREFETCH"] = str(PREFETCH_OVERRIDE[0])
     return env
+
+
+PREFETCH_OVERRIDE: list[int] = []
 
 
 def body_of(i: int, size: int) -> bytes:
@@ -417,9 +422,14 @@ def main() -> None:
     parser.add_argument(
         "--vhosts", type=int, default=0, help="also drain N spread over this many vhosts (20)"
     )
+    parser.add_argument(
+        "--prefetch", type=int, help="DLQ_DRAIN_PREFETCH for the drainers (default: product's)"
+    )
     parser.add_argument("--ceiling-worker", metavar="TARGETS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
+    if args.prefetch:
+        PREFETCH_OVERRIDE.append(args.prefetch)
     if args.ceiling_worker:
         ceiling_worker([tuple(t) for t in json.loads(args.ceiling_worker)], args.n)
         return
@@ -455,7 +465,8 @@ def main() -> None:
     print()
     print(f"N = {args.n:,} messages, body {args.size} B, persistent, real x-death (expired, DLX)")
     print(
-        "drainer: product defaults DLQ_DRAIN_BATCH=1000 DLQ_DRAIN_PREFETCH=2000"
+        f"drainer: product defaults DLQ_DRAIN_BATCH=1000"
+        f" DLQ_DRAIN_PREFETCH={args.prefetch or 2000}"
         f" DLQ_DRAIN_FLUSH_MS=50, synchronous_commit={one['sync']}"
     )
     print(f"drainer: compiled modules {compiled.describe()} (setup.py)")

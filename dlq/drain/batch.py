@@ -24,6 +24,7 @@ class Batch:
     done: threading.Event = field(default_factory=threading.Event)
     acked: bool = False
     forget: pending.PreparedForget | None = None
+    owner: object = None  # the Drainer whose channel it came on (a writer may serve several)
 
 
 class Gathering:

@@ -51,6 +51,7 @@ class Drainer:
         prefetch=None,
         flush_ms=None,
         vhost=None,
+        writer=None,
     ):
         """`patterns`: queue names or globs in `vhost` (default: the broker URL's vhost).
         A whole estate, `VHOST/QUEUE` patterns, is dlq/drain/estate.py's: one per vhost."""
@@ -66,39 +67,38 @@ class Drainer:
         if self.vhost != default_vhost:
             self.name += f" vhost {names.escape_vhost(self.vhost)}"
         self.stopping = threading.Event()
-        self.work: queuelib.Queue = queuelib.Queue()  # to the writer thread
-        self.generation = 0
+        self.generation = 0  # the channel's: the writer drops batches of older ones
         self.conn = self.channel = None
         self.consumers: dict[str, str] = {}
         self.unacked: set[str] = set()
-        self.ledger = AckLedger(self.work)  # see _acked
+        self.ledger = AckLedger(lambda item: self._put(*item))  # see _acked
+        self.stored = 0  # counted by the writer thread
+        self.foreign_ledgers: list[str] = []  # found by the writer thread at start-up
+        # Items handed to the writer, and those it has done (each counter has one writer).
+        self.put_items = self.done_items = 0
         self.conn_token, self.seq = "", 0
         self.gathered = Gathering(
             batch_size or settings.DLQ_DRAIN_BATCH, settings.DLQ_DRAIN_BATCH_BYTES
         )
-        self.writer = Writer(
-            self.work,
+        # A writer of its own, or (dlq/drain/estate.py) the one every vhost's drainer shares.
+        self.owns_writer = writer is None
+        self.writer = writer or Writer(
+            queuelib.Queue(),
             self.name,
-            self.vhost,
-            self.ledger.token,
-            generation=lambda: self.generation,
+            ledger_tokens=lambda: {self.ledger.token},
             queue_count=lambda: len(self.consumers),
-            post_ack=self._post_ack,
         )
+        self.work = self.writer.work
         self.last_activity = time.monotonic()
         self.next_resolve = 0.0
 
-    @property
-    def stored(self) -> int:
-        """Messages stored so far (counted by the writer thread)."""
-        return self.writer.stored
-
     def run(self) -> int:
         """Drain until stopped (or, with once, until the queues are empty); the exit code."""
-        writer = threading.Thread(target=self.writer.loop, name="dlq-writer", daemon=True)
-        writer.start()
+        if self.owns_writer:
+            writer = threading.Thread(target=self.writer.loop, name="dlq-writer", daemon=True)
+            writer.start()
         found = threading.Event()
-        self.work.put(("ledgers", found))
+        self._put("ledgers", found)
         found.wait(10)  # the writer reads them from the database; no answer, no matter
         backoff = Backoff()
         try:
@@ -121,8 +121,9 @@ class Drainer:
                     self.stopping.wait(wait)
             return self._shutdown()
         finally:
-            self.writer.finish()
-            writer.join(timeout=5)
+            if self.owns_writer:
+                self.writer.finish()
+                writer.join(timeout=5)
 
     def stop(self, *_signal_args) -> None:
         """Signal handler: only set the flag; the loop finishes the batch in hand."""
@@ -159,8 +160,17 @@ class Drainer:
 
     def _settle_foreign_ledgers(self) -> None:
         """The ledgers of dead drainers that the writer found at start-up (settle_foreign)."""
-        self.ledger.settle_foreign(self.conn, self.writer.foreign_ledgers)
-        self.writer.foreign_ledgers = []
+        self.ledger.settle_foreign(self.conn, self.foreign_ledgers)
+        self.foreign_ledgers = []
+
+    def _put(self, kind: str, argument) -> None:
+        """A chore for the writer thread, on behalf of this drainer."""
+        self.put_items += 1
+        self.work.put((kind, self, argument))
+
+    def _outstanding(self) -> int:
+        """This drainer's items the writer has not done yet."""
+        return self.put_items - self.done_items
 
     def _consume(self) -> bool:
         """Pump the I/O loop; True once a --once drain has found the queues empty."""
@@ -195,7 +205,7 @@ class Drainer:
 
     def _idle(self, now: float) -> bool:
         quiet = now - self.last_activity >= max(0.5, 4 * self.flush_s)
-        busy = self.gathered.deliveries or self.unacked or self.work.unfinished_tasks
+        busy = self.gathered.deliveries or self.unacked or self._outstanding()
         return quiet and not busy
 
     def _resolve(self) -> None:
@@ -209,7 +219,7 @@ class Drainer:
             self._subscribe(queue["name"], queue.get("type") == "quorum")
             self.queues.subscribed(queue["name"])
         if new:
-            self.work.put(("note", matched))
+            self._put("note", matched)
             log.info(
                 f"draining {len(self.consumers)} queues",
                 extra={"queues": ",".join(sorted(self.consumers)), "added": len(new)},
@@ -252,7 +262,9 @@ class Drainer:
         self.seq += 1
         batch_id = f"{self.conn_token}{self.seq:08x}"
         batch = self.gathered.take(batch_id, self.generation, self.drainer_id)
+        batch.owner = self
         self.unacked.add(batch.id)
+        self.put_items += 1
         self.work.put(batch)
 
     def _acked(self, batch: Batch) -> None:
@@ -292,7 +304,7 @@ class Drainer:
         finally:
             batch.done.set()  # the writer forgets the batch now (if acked), not a batch later
 
-    def _post_ack(self, batch: Batch) -> bool:
+    def post_ack(self, batch: Batch) -> bool:
         """From the writer thread: have the main thread ack a committed batch (_acked)."""
         # A closed connection refuses the callback: the batch is redelivered and recognised.
         try:
@@ -301,10 +313,15 @@ class Drainer:
             return False
         return True
 
+    def _in_flight(self) -> bool:
+        """The writer has not settled the forget of this drainer's last batch yet."""
+        batch = self.writer.in_flight
+        return batch is not None and batch.owner is self
+
     def _lost(self, error: Exception) -> None:
         """The connection or channel failed: what is unacked will be redelivered."""
         self.generation += 1  # the writer drops batches of the old channel it has not begun
-        self.writer.wake()
+        self.writer.wake(self)
         self.ledger.lost()
         self.unacked.clear()
         self.gathered.reset()
@@ -339,14 +356,14 @@ class Drainer:
             # Until the writer has settled the last forget too: with the ledger deleted and
             # the connection closed, a batch left pending could no longer be settled.
             while (
-                self.unacked or self.work.unfinished_tasks or self.writer.in_flight is not None
+                self.unacked or self._outstanding() or self._in_flight()
             ) and time.monotonic() < deadline:
                 self.conn.process_data_events(time_limit=0.05)
             self.channel.queue_delete(self.ledger.name)  # a clean close settles every ack
             self.conn.close()
         except amqp.AllErrors as e:
             self.generation += 1  # the writer must not wait for acks that cannot come
-            self.writer.wake()
+            self.writer.wake(self)
             # No ledger to read any more: if the broker dropped the last acks, those batches
             # are stored twice.
             log.warning(

@@ -1,28 +1,37 @@
 """Draining a whole estate: one drainer (dlq/drain/drainer.py) per vhost that DLQ_QUEUES names.
 
-AMQP connections are per vhost, so each drained vhost gets a Drainer of its own, in a
-thread of this process, with every guarantee of the single-vhost drainer on its own
-connection: commit then ack, its ack ledger, dedup after a crash, a prefetch window per
-consumer. A vhost whose connection fails (permissions, deleted) backs off on its own and
-never stops the others. Vhosts are re-resolved with the queues: a vhost created later is
-drained without a restart; one that is gone (deleted, or no longer readable by the
-console's user) is let go cleanly, and its stored messages stay.
+AMQP connections are per vhost, so each drained vhost gets a Drainer of its own, in a thread
+of this process, with every guarantee of the single-vhost drainer on its own connection:
+commit then ack, its ack ledger, dedup after a crash, a prefetch window per consumer. They
+share one writer thread (dlq/drain/writer.py): one database connection pair and one
+heartbeat row for the process whatever the number of vhosts, and batches that grow while the
+writer is busy instead of many small transactions competing. A vhost whose connection fails
+(permissions, deleted) backs off on its own and never stops the others. Vhosts are
+re-resolved with the queues: a vhost created later is drained without a restart; one that is
+gone (deleted, or no longer readable by the console's user) is let go cleanly, and its
+stored messages stay.
 """
 
 import logging
+import os
+import queue as queuelib
+import socket
 import threading
 
 from django.conf import settings
 
 from dlq.broker import amqp, mgmt, names
 from dlq.drain.drainer import Drainer
+from dlq.drain.writer import Writer
 
 log = logging.getLogger("dlq.drain")
 ONCE_POLL_S = 0.2
 
 
 class Estate:
-    def __init__(self, patterns=None, once=False, broker_url=None, **tuning):
+    def __init__(self, patterns=None, once=False, broker_url=None, tune_threads=None, **tuning):
+        """`tune_threads(n)`: called with the number of vhosts drained whenever it may have
+        changed (the drain command sets the interpreter's switch interval with it)."""
         self.url = broker_url or settings.DLQ_BROKER_URL
         self.default_vhost = amqp.vhost_of(self.url)
         self.patterns = names.parse_all(patterns or settings.DLQ_QUEUES, self.default_vhost)
@@ -32,6 +41,13 @@ class Estate:
         self.drainers: dict[str, tuple[Drainer, threading.Thread]] = {}
         self.codes: dict[str, int] = {}
         self.known_vhosts: list[str] | None = None  # as last listed by the management API
+        self.tune_threads = tune_threads or (lambda vhosts: None)
+        self.writer = Writer(
+            queuelib.Queue(),
+            f"dlq-drain {socket.gethostname()} pid {os.getpid()}",
+            ledger_tokens=lambda: {d.ledger.token for d, _ in list(self.drainers.values())},
+            queue_count=lambda: sum(len(d.consumers) for d, _ in list(self.drainers.values())),
+        )
 
     @property
     def stored(self) -> int:
@@ -39,6 +55,8 @@ class Estate:
 
     def run(self) -> int:
         """Drain until stopped (or, with once, until every vhost's queues are empty)."""
+        writer = threading.Thread(target=self.writer.loop, name="dlq-writer", daemon=True)
+        writer.start()
         try:
             while not self.stopping.is_set():
                 self._resolve()
@@ -47,6 +65,8 @@ class Estate:
                 self.stopping.wait(ONCE_POLL_S if self.once else settings.DLQ_RESOLVE_SECONDS)
         finally:
             self._stop_all()
+            self.writer.finish()
+            writer.join(timeout=5)
         return max(self.codes.values(), default=0)
 
     def stop(self, *_signal_args) -> None:
@@ -83,6 +103,7 @@ class Estate:
         for vhost in [v for v in self.drainers if v not in wanted]:
             log.info("vhost is gone, no longer drained", extra={"vhost": vhost})
             self._stop(vhost)
+        self.tune_threads(len(self.drainers))
 
     def _start(self, vhost: str) -> None:
         drainer = Drainer(
@@ -90,6 +111,7 @@ class Estate:
             once=self.once,
             broker_url=self.url,
             vhost=vhost,
+            writer=self.writer,
             **self.tuning,
         )
         thread = threading.Thread(

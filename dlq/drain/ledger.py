@@ -8,11 +8,11 @@ that a drainer which died left behind settles the batches it left pending
 """
 
 import logging
-import queue as queuelib
 import re
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 
 from dlq.broker import amqp
 
@@ -31,8 +31,8 @@ class AckLedger:
     batches acked on the current connection; `doubts` those acked on a connection that was
     then lost, until the ledger is read. What that settles goes to the writer (`work`)."""
 
-    def __init__(self, work: queuelib.Queue):
-        self.work = work
+    def __init__(self, put: Callable[[tuple], None]):
+        self.put = put  # to the writer: ("forget_upto" | "restore", argument)
         self.token = uuid.uuid4().hex
         self.name = f"{LEDGER_PREFIX}{self.token}"
         # (batch id, drainer) pairs, not batches: the deliveries must not outlive the ack.
@@ -72,13 +72,13 @@ class AckLedger:
         self.doubts = []
         if counted:
             # A commit whose answer the connection took with it left its batch pending.
-            self.work.put(("forget_upto", last))
+            self.put(("forget_upto", last))
         if dropped:
             log.warning(
                 "the broker dropped acks with the connection; their batches are pending again",
                 extra={"batches": ",".join(pk for pk, _ in dropped)},
             )
-            self.work.put(("restore", dropped))
+            self.put(("restore", dropped))
 
     def settle_foreign(self, conn, ledgers: list[str]) -> None:
         """At start-up: the pending batches that drainers which died left behind.
@@ -92,7 +92,7 @@ class AckLedger:
         for name in ledgers:
             last = read_ledger(conn, name)
             if last is not None:
-                self.work.put(("forget_upto", last))
+                self.put(("forget_upto", last))
 
 
 def read_ledger(conn, name: str) -> str | None:
@@ -112,7 +112,8 @@ def read_ledger(conn, name: str) -> str | None:
     return body.decode(errors="replace") if method else None
 
 
-def foreign_ledgers(drainers: list[str], own_token: str) -> list[str]:
-    """The ledgers of the drainers named (as their pending batches name them), but ours."""
+def foreign_ledgers(drainers: list[str], own_tokens: set[str]) -> list[str]:
+    """The ledgers of the drainers named (as their pending batches name them), but those of
+    this process's live drainers."""
     tokens = {part for d in drainers for part in d.split() if _TOKEN.fullmatch(part)}
-    return [f"{LEDGER_PREFIX}{t}" for t in sorted(tokens - {own_token})]
+    return [f"{LEDGER_PREFIX}{t}" for t in sorted(tokens - own_tokens)]

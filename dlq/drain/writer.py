@@ -26,41 +26,36 @@ DB_RETRY_CAP_S = 5.0
 
 
 class Writer:
-    """The writer thread (`loop`), and what it owns. The main thread hands it work through
-    `work`: batches, and a few chores as tuples. Besides, the main thread only reads
-    `in_flight` and `stored`, takes `foreign_ledgers`, and calls `wake` and `finish`;
-    `generation`, `queue_count` and `post_ack` read or reach the main thread's state."""
+    """The writer thread (`loop`), and what it owns. Drainers hand it work through `work`:
+    batches, and a few chores as tuples `(kind, owner, argument)`. One writer may serve
+    several drainers (dlq/drain/estate.py: one per vhost): every batch and chore names its
+    drainer (`owner`), whose channel generation, ack and counters it concerns. Besides,
+    a drainer only reads `in_flight`, and calls `wake` and (the writer's owner) `finish`."""
 
     def __init__(
         self,
         work: queuelib.Queue,
         name: str,
-        vhost: str,
-        ledger_token: str,
-        generation: Callable[[], int],
+        ledger_tokens: Callable[[], set[str]],
         queue_count: Callable[[], int],
-        post_ack: Callable[[Batch], bool],
     ):
         self.work = work
-        self.vhost = vhost
-        self.ledger_token = ledger_token  # this drainer's own ledger is not foreign
-        self.generation = generation  # the main thread's channel: batches of older ones drop
+        self.ledger_tokens = ledger_tokens  # the ledgers of live drainers are not foreign
         self.queue_count = queue_count  # for the heartbeat
-        self.post_ack = post_ack  # hands the ack to the main thread (Drainer._acked)
         self.beat = heartbeat.Heartbeat(name)
         self.acked: deque[str] = deque()  # batch ids acked whose forgetting failed: retried
-        self.finished = False  # set by the main thread, once it has stopped (finish)
+        self.finished = False  # set once every drainer it serves has stopped (finish)
         self.awaiting: set[Batch] = set()  # committed batches whose writer waits for the ack
         self.in_flight: Batch | None = None  # acked last, forget not settled
         self.forget_conn = pending.ForgetConnection()
-        self.foreign_ledgers: list[str] = []  # of drainers that left pending batches behind
-        self.stored = 0
 
     # --- called from the main thread ----------------------------------------------------
 
-    def wake(self) -> None:
+    def wake(self, owner=None) -> None:
+        """A drainer's channel is gone: no ack comes for its batches (all: every drainer's)."""
         for batch in list(self.awaiting):
-            batch.done.set()  # not acked: the writer rolls its forget back
+            if owner is None or batch.owner is owner:
+                batch.done.set()  # not acked: the writer rolls its forget back
 
     def finish(self) -> None:
         """The main thread has stopped: no ack comes any more; the writer ends its work."""
@@ -83,6 +78,7 @@ class Writer:
                         log.exception("the writer failed while idle; it goes on")
                     self.beat.tick(self.queue_count())
                     continue
+                owner = _owner(item)
                 try:
                     if not isinstance(item, Batch):
                         # Before anything else touches pending batches: the last batch's
@@ -91,30 +87,38 @@ class Writer:
                     if item is STOP:
                         self._forget_acked()
                         return
-                    if isinstance(item, tuple) and item[0] == "note":
-                        self._note_queues(item[1])
-                    elif isinstance(item, tuple) and item[0] == "restore":
-                        self._restore(item[1])
-                    elif isinstance(item, tuple) and item[0] == "ledgers":
-                        self._find_foreign_ledgers(item[1])
-                    elif isinstance(item, tuple) and item[0] == "forget_upto":
-                        self._forget_upto(item[1])
-                    elif item.generation == self.generation():
-                        self._store(item)
+                    self._do(item)
                 except Exception:  # a dead writer would stall the drainer with no sign
                     log.exception("the writer failed on an item; the broker keeps its messages")
                 finally:
+                    if owner is not None:
+                        owner.done_items += 1  # this thread's only; the drainer reads it
                     self.work.task_done()
         finally:
             self.beat.stopped()
             self.forget_conn.close()
             db.close()
 
+    def _do(self, item) -> None:
+        if isinstance(item, Batch):
+            if item.generation == item.owner.generation:
+                self._store(item)
+            return
+        kind, owner, argument = item
+        if kind == "note":
+            self._note_queues(owner.vhost, argument)
+        elif kind == "restore":
+            self._restore(argument)
+        elif kind == "ledgers":
+            self._find_foreign_ledgers(owner, argument)
+        elif kind == "forget_upto":
+            self._forget_upto(argument)
+
     def _store(self, batch: Batch) -> None:
         rows = rows_of(batch.deliveries)
         backoff = Backoff(cap=DB_RETRY_CAP_S)
         while True:
-            if batch.generation != self.generation():
+            if batch.generation != batch.owner.generation:
                 # The channel is gone (maybe while we slept): the broker redelivers these,
                 # perhaps to another drainer already; storing them now could make copies.
                 return
@@ -135,7 +139,7 @@ class Writer:
                 else:
                     log.exception("could not store a batch", extra={"retry_in_s": round(wait, 1)})
                 time.sleep(wait)
-        self.stored += new
+        batch.owner.stored += new  # this thread's only; the drainer reads it
         log.info(
             "batch stored",
             extra={
@@ -170,7 +174,7 @@ class Writer:
             log.warning("could not prepare forgetting a batch", extra={"error": str(e).strip()})
         self.awaiting.add(batch)
         self.in_flight = batch
-        if not self.post_ack(batch):
+        if not batch.owner.post_ack(batch):
             batch.done.set()  # no ack can come: the forget is rolled back
 
     def _settle_in_flight(self) -> None:
@@ -184,7 +188,7 @@ class Writer:
             # the main thread must send the ack and the COMMIT back to back. wake() ends
             # the wait when the connection is gone.
             while not batch.done.wait(1.0):
-                if batch.generation != self.generation() or self.finished:
+                if batch.generation != batch.owner.generation or self.finished:
                     break  # no ack can come any more; the main thread has moved on
             self.awaiting.discard(batch)
             forgotten = False
@@ -239,7 +243,7 @@ class Writer:
                 )
                 time.sleep(wait)
 
-    def _find_foreign_ledgers(self, found: threading.Event) -> None:
+    def _find_foreign_ledgers(self, owner, found: threading.Event) -> None:
         try:
             try:
                 drainers = pending.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
@@ -247,9 +251,9 @@ class Writer:
                 db.close()
                 log.warning("could not look for pending batches", extra={"error": str(e).strip()})
                 drainers = []
-            self.foreign_ledgers = foreign_ledgers(drainers, self.ledger_token)
+            owner.foreign_ledgers = foreign_ledgers(drainers, self.ledger_tokens())
         finally:
-            found.set()  # after the list is there: the main thread reads it once it is set
+            found.set()  # after the list is there: the drainer reads it once it is set
 
     def _forget_upto(self, last_acked: str) -> None:
         try:
@@ -264,9 +268,16 @@ class Writer:
                 extra={"batches": n, "up_to": last_acked},
             )
 
-    def _note_queues(self, queues: list[dict]) -> None:
+    def _note_queues(self, vhost: str, queues: list[dict]) -> None:
         try:
-            store.note_queues(self.vhost, queues)
+            store.note_queues(vhost, queues)
         except DatabaseError as e:
             db.close()
             log.warning("could not record drained queues", extra={"error": str(e).strip()})
+
+
+def _owner(item):
+    """The drainer a work item is for (None: STOP)."""
+    if isinstance(item, Batch):
+        return item.owner
+    return item[1] if isinstance(item, tuple) else None
