@@ -131,10 +131,7 @@ class Drainer:
 
     def _connect(self) -> None:
         self.conn = amqp.connect(self.url, self.name, self.heartbeat, vhost=self.vhost)
-        self.channel = self.conn.channel()
-        self.channel.basic_qos(prefetch_count=self.prefetch)
-        self.channel.tx_select()  # acks and ledger notes take effect together (_acked)
-        self.channel.add_on_cancel_callback(self._on_cancel)
+        self._open_channel()
         self.generation += 1
         # Batch ids are this connection's token and a sequence number: in ack order, so
         # that one id read from a ledger settles every batch of that connection up to it.
@@ -151,12 +148,29 @@ class Drainer:
                 "compiled": compiled.describe(),  # the hot path's speed (setup.py)
             },
         )
-        self.ledger.declare(self.channel)
+        self._declare_ledger()
         # Before consuming: restored before any redelivery is stored.
         self.ledger.settle_doubts(self.conn)
         self._settle_foreign_ledgers()
         self._resolve()
         self.last_activity = time.monotonic()  # quiet time counts from here, not from start-up
+
+    def _open_channel(self) -> None:
+        self.channel = self.conn.channel()
+        self.channel.basic_qos(prefetch_count=self.prefetch)
+        self.channel.tx_select()  # acks and ledger notes take effect together (_acked)
+        self.channel.add_on_cancel_callback(self._on_cancel)
+
+    def _declare_ledger(self) -> None:
+        """Declare the ledger; one the broker refuses is replaced by a fresh one: waiting for
+        the node it lived on would stop draining this vhost for as long as it is down."""
+        try:
+            self.ledger.declare(self.channel)
+        except amqp.ChannelErrors as e:  # the broker closed the channel
+            self.ledger.renew(e)
+            self._open_channel()
+            self.drainer_id = f"{self.name} {self.ledger.token} {self.conn_token}"
+            self.ledger.declare(self.channel)
 
     def _settle_foreign_ledgers(self) -> None:
         """The ledgers of dead drainers that the writer found at start-up (settle_foreign)."""

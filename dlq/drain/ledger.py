@@ -43,6 +43,23 @@ class AckLedger:
     def declare(self, channel) -> None:
         channel.queue_declare(self.name, durable=True, arguments=LEDGER_ARGUMENTS)
 
+    def renew(self, error: Exception) -> None:
+        """The broker refuses this ledger (a classic queue lives on one node: with that node
+        down, "home node is down"): a fresh one from now on. Acks in doubt can no longer be
+        settled against the old one."""
+        log.warning(
+            "the ack ledger is unusable, starting a new one; if the broker dropped acks with"
+            " the last connection, those batches are stored twice",
+            extra={
+                "ledger": self.name,
+                "error": repr(error),
+                "batches": ",".join(pk for pk, _ in self.doubts),
+            },
+        )
+        self.doubts = []
+        self.token = uuid.uuid4().hex
+        self.name = f"{LEDGER_PREFIX}{self.token}"
+
     def lost(self) -> None:
         """The connection is gone: the acks sent on it are in doubt."""
         if self.sent:
