@@ -99,7 +99,10 @@ class Drainer:
             writer.start()
         found = threading.Event()
         self._put("ledgers", found)
-        found.wait(10)  # the writer reads them from the database; no answer, no matter
+        # Before consuming: a dead drainer's acked batch left pending would make twins of its
+        # messages look like copies. A shared writer may answer after other vhosts' batches.
+        while not found.wait(1) and not self.stopping.is_set():
+            pass
         backoff = Backoff()
         try:
             while not self.stopping.is_set():
@@ -121,9 +124,20 @@ class Drainer:
                     self.stopping.wait(wait)
             return self._shutdown()
         finally:
+            self._let_go()
             if self.owns_writer:
                 self.writer.finish()
                 writer.join(timeout=5)
+
+    def _let_go(self) -> None:
+        """This drainer is done, however it ended: a writer shared with other vhosts must
+        neither wait for its acks nor store its batches still queued (the broker gives
+        their messages to someone else once the connection is gone)."""
+        self.generation += 1
+        self.writer.wake(self)
+        if self.conn is not None and self.conn.is_open:
+            with contextlib.suppress(*amqp.AllErrors):
+                self.conn.close()
 
     def stop(self, *_signal_args) -> None:
         """Signal handler: only set the flag; the loop finishes the batch in hand."""
@@ -192,7 +206,7 @@ class Drainer:
         while not self.stopping.is_set():
             self.conn.process_data_events(time_limit=tick)
             now = time.monotonic()
-            if self.gathered.due(now, self.flush_s) and self._writer_free():
+            if self.gathered.due(now, self.flush_s) and self._writer_free(now):
                 self._flush()
             if now >= self.next_resolve:
                 self._resolve()
@@ -212,10 +226,14 @@ class Drainer:
         self.conn.process_data_events(time_limit=0)
         return self.last_activity == before and not self.gathered.deliveries
 
-    def _writer_free(self) -> bool:
-        # A partial batch handed over while the writer is busy would only queue behind
-        # the batch in hand: it grows instead, so each transaction stores more messages.
-        return not self.work.unfinished_tasks
+    def _writer_free(self, now: float) -> bool:
+        # A partial batch handed over while the writer is busy would only queue behind the
+        # batch in hand: it grows instead, so each transaction stores more messages. A writer
+        # shared with busy vhosts may never be free: a batch that has waited ten flush
+        # intervals goes anyway, once nothing of this drainer's is queued.
+        if not self.work.unfinished_tasks:
+            return True
+        return not self._outstanding() and self.gathered.due(now, 10 * self.flush_s)
 
     def _idle(self, now: float) -> bool:
         quiet = now - self.last_activity >= max(0.5, 4 * self.flush_s)

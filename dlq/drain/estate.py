@@ -98,6 +98,9 @@ class Estate:
     def _resolve(self) -> None:
         wanted = self.vhosts()
         for vhost in wanted:
+            if not self.once and vhost in self.drainers and not self.drainers[vhost][1].is_alive():
+                log.warning("restarting the drainer of a vhost", extra={"vhost": vhost})
+                del self.drainers[vhost]  # it failed (logged): a vhost is never left undrained
             if vhost not in self.drainers and not (self.once and vhost in self.codes):
                 self._start(vhost)
         for vhost in [v for v in self.drainers if v not in wanted]:

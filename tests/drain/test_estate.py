@@ -94,3 +94,39 @@ def test_junk_in_dlq_queues_is_a_start_up_error_naming_it(monkeypatch, value, co
     with pytest.raises(ImproperlyConfigured, match=complaint) as raised:
         env_patterns("DLQ_QUEUES", "*.dlq")
     assert "DLQ_QUEUES" in str(raised.value)
+
+
+def test_a_vhost_drainer_that_fails_is_let_go_and_restarted(vhosts, unique, settings, monkeypatch):
+    """A drainer thread that dies of a bug (not a broker error) must not leave the shared
+    writer waiting for its acks: the other vhosts go on, and it is started again."""
+    import threading
+
+    from dlq.drain.drainer import Drainer
+    from dlq.drain.estate import Estate
+
+    settings.DLQ_RESOLVE_SECONDS = 1
+    a, b = vhosts.make("a"), vhosts.make("b")
+    park(vhosts, a, "x.dlq", [f"a{i}".encode() for i in range(300)])
+    seen = {"a": 0}
+    real = Drainer._on_message
+
+    def failing_once(self, queue, *args):
+        if self.vhost == a:
+            seen["a"] += 1
+            if seen["a"] == 150:  # mid-drain, with batches of it stored and in flight
+                raise RuntimeError("a bug in the drainer")
+        return real(self, queue, *args)
+
+    monkeypatch.setattr(Drainer, "_on_message", failing_once)
+    estate = Estate(patterns=[f"{unique}-*/x.dlq"], batch_size=50)
+    thread = threading.Thread(target=estate.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(stored(a, "x.dlq")) == 300, 60, "vhost a, after its restart")
+        park(vhosts, b, "x.dlq", [b"b1", b"b2"])
+        wait_for(lambda: stored(b, "x.dlq") == [b"b1", b"b2"], 30, "the other vhost")
+    finally:
+        estate.stop()
+        thread.join(timeout=90)
+    assert not thread.is_alive()
+    assert stored(a, "x.dlq") == sorted(f"a{i}".encode() for i in range(300))  # once each
