@@ -2,6 +2,7 @@
 """Drain benchmark: the product's drainer against the raw pika ceiling (not a test).
 
     .venv/bin/python bench/drain.py [--n 50000] [--size 1024] [--skip-two] [--vhosts 20]
+        [--without-tallies]
 
 1. Creates (drops and recreates) a dedicated benchmark database and migrates it.
 2. Fills a parking queue with N persistent messages that carry a real `x-death`: they are
@@ -106,7 +107,7 @@ def _psycopg_url(url: str, dbname: str | None = None) -> str:
     return urlunsplit((scheme, parts.netloc, path, parts.query, ""))
 
 
-def make_database(url: str) -> None:
+def make_database(url: str, tallies: bool = True) -> None:
     import psycopg
 
     name = urlsplit(url).path.lstrip("/")
@@ -121,6 +122,10 @@ def make_database(url: str) -> None:
         env=drainer_env(url, DEFAULT_BROKER),
         check=True,
     )
+    if not tallies:  # what the queues' count triggers cost the drainer (migration 0021)
+        with psycopg.connect(_psycopg_url(url), autocommit=True) as conn:
+            for kind in ("insert", "update", "delete", "truncate"):
+                conn.execute(f"DROP TRIGGER dlq_tally_{kind} ON dlq_message")
 
 
 def drainer_env(db_url: str, broker_url: str) -> dict:
@@ -425,6 +430,11 @@ def main() -> None:
     parser.add_argument(
         "--prefetch", type=int, help="DLQ_DRAIN_PREFETCH for the drainers (default: product's)"
     )
+    parser.add_argument(
+        "--without-tallies",
+        action="store_true",
+        help="drop the queues' count triggers first, to measure what they cost",
+    )
     parser.add_argument("--ceiling-worker", metavar="TARGETS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
@@ -438,7 +448,7 @@ def main() -> None:
     from dlq import compiled
 
     print(f"benchmark database {args.database_url}: recreating and migrating", flush=True)
-    make_database(args.database_url)
+    make_database(args.database_url, tallies=not args.without_tallies)
     broker = Broker(args.broker_url, f"dlqbench-{uuid.uuid4().hex[:8]}")
     try:
         print("ceiling: filling", flush=True)

@@ -216,6 +216,8 @@ CELERY_BEAT_SCHEDULE = {
     "resume-jobs": _every("dlq.jobtasks.resume_jobs", 30.0),
     # A drainer that stopped reporting alerts once.
     "check-drainers": _every("dlq.health_tasks.check_drainers", 30.0),
+    # The queues' counts (dlq/messages/tallies.py): one row per queue again.
+    "fold-tallies": _every("dlq.health_tasks.fold_tallies", 30.0),
     # Retention: replayed and discarded messages (and audit rows, if configured) in batches.
     "purge-retention": _every("dlq.health_tasks.purge_retention", 3600.0),
 }

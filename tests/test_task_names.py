@@ -14,6 +14,7 @@ PINNED = {
     "dlq.jobtasks.resume_jobs",
     "dlq.health_tasks.check_drainers",
     "dlq.health_tasks.purge_retention",
+    "dlq.health_tasks.fold_tallies",
 }
 
 

@@ -7,7 +7,7 @@ only messages received up to it). Running it is dlq/actions/job_run.py.
 import json
 from datetime import UTC, datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from dlq.actions import audit, replay
 from dlq.actions.message import ActionError, Conflict, NotFound
@@ -78,23 +78,25 @@ def create_job(actor, action: str, *, ids=None, filters=None, target="original",
             if ids is not None
             else filter_messages(filters).filter(received_at__lte=frozen_at, status=Status.PARKED)
         )
-        job.total = _add_items(job, selection.order_by("id").values_list("id", flat=True))
+        job.total = _add_items(job, selection)
         job.save(update_fields=["total"])
         audit.record(actor, AuditAction.JOB_CREATE, job.reason, job_id=job.pk,
                      request_id=request_id, detail=_job_detail(job, ids))  # fmt: skip
     return job
 
 
-def _add_items(job: Job, message_ids) -> int:
-    total, chunk = 0, []
-    for message_id in message_ids.iterator(chunk_size=5000):
-        chunk.append(JobItem(job=job, message_id=message_id))
-        if len(chunk) == 5000:
-            total += len(JobItem.objects.bulk_create(chunk))
-            chunk = []
-    if chunk:
-        total += len(JobItem.objects.bulk_create(chunk))
-    return total
+def _add_items(job: Job, selection) -> int:
+    """The job's items, one per selected message in id order, in one INSERT ... SELECT
+    (fetching the ids and inserting them back took most of a second at 20,000)."""
+    q = connection.ops.quote_name
+    sql, params = selection.order_by().values("id").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {q(JobItem._meta.db_table)} (job_id, message_id, state, outcome,"
+            f" replay_id) SELECT %s, s.id, %s, '', '' FROM ({sql}) s ORDER BY s.id",
+            [job.pk, ItemState.PENDING.value, *params],
+        )
+        return max(cursor.rowcount, 0)
 
 
 def _job_detail(job: Job, ids) -> dict:

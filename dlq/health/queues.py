@@ -1,16 +1,15 @@
 """The drained queues as the overview and GET /api/v1/queues show them: parked count, last
 arrival, and the depth on the broker (management API) in each queue's own vhost."""
 
-from django.db.models import Count, Max
-
 from dlq.broker import mgmt
-from dlq.models import DrainedQueue, Message, Status
+from dlq.messages import tallies
+from dlq.models import DrainedQueue
 
 
 def queue_overview(vhost: str | None = None) -> list[dict]:
     """Drained queues and queues holding stored messages, with counts and broker depth;
     with `vhost`, only that vhost's (the broker is asked about it alone)."""
-    stored = _stored_per_queue(vhost)
+    stored = tallies.per_queue(vhost)
     drained = DrainedQueue.objects.all()
     if vhost is not None:
         drained = drained.filter(vhost=vhost)
@@ -18,24 +17,6 @@ def queue_overview(vhost: str | None = None) -> list[dict]:
     keys = sorted(set(stored) | set(known))
     depths = broker_depths(sorted({vhost for vhost, _ in keys}))
     return [_queue_row(key, stored.get(key), known.get(key), depths) for key in keys]
-
-
-def _stored_per_queue(vhost: str | None) -> dict[tuple[str, str], dict]:
-    """Parked count and last arrival per (vhost, queue), exact: counted on every request by
-    an index-only scan of msg_overview (no table row is read), one group per status."""
-    messages = Message.objects.all() if vhost is None else Message.objects.filter(vhost=vhost)
-    per_status = (
-        messages.order_by()
-        .values("vhost", "queue", "status")
-        .annotate(count=Count("*"), last=Max("received_at"))
-    )
-    stored = {}
-    for row in per_status:
-        entry = stored.setdefault((row["vhost"], row["queue"]), {"parked": 0, "last": None})
-        if row["status"] == Status.PARKED:
-            entry["parked"] = row["count"]
-        entry["last"] = max(row["last"], entry["last"] or row["last"])
-    return stored
 
 
 def _queue_row(key, stored: dict | None, known: DrainedQueue | None, depths: dict) -> dict:

@@ -27,6 +27,6 @@ from dlq.models.alerts import (
     mask_url,
 )
 from dlq.models.health import DrainCounter, DrainerHeartbeat, StatusChange
-from dlq.models.messages import DrainedQueue, Message, PendingBatch, Status
+from dlq.models.messages import DrainedQueue, Message, PendingBatch, QueueTally, Status
 from dlq.models.search import SearchEntry, SearchWatermark
 from dlq.models.tokens import ApiToken

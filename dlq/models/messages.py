@@ -125,6 +125,22 @@ class PendingBatch(models.Model):
         return f"pending batch {self.id}"
 
 
+class QueueTally(models.Model):
+    """A change to one queue's stored and parked counts. On PostgreSQL, triggers on the
+    message table write one per statement and queue (migration 0021), in the writing
+    transaction, so the sum of a queue's rows is its exact count; dlq/messages/tallies.py
+    reads them and now and then folds them into one row per queue."""
+
+    vhost = models.CharField(max_length=255)
+    queue = models.CharField(max_length=255)
+    stored = models.BigIntegerField()
+    parked = models.BigIntegerField()
+    last_received_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["vhost", "queue"], name="queuetally_queue")]
+
+
 class DrainedQueue(models.Model):
     """A queue the drainer has matched, with what the overview needs to know about it."""
 

@@ -1,10 +1,10 @@
 """Celery entry points for the console's own health: thin wrappers over
-dlq/health/drainers.py and dlq/messages/retention.py."""
+dlq/health/drainers.py, dlq/messages/retention.py and dlq/messages/tallies.py."""
 
 from celery import shared_task
 
 from dlq.health import drainers
-from dlq.messages import retention
+from dlq.messages import retention, tallies
 from dlq.tasks.alerts import send_alert
 
 
@@ -21,3 +21,9 @@ def check_drainers() -> int:
 def purge_retention() -> dict:
     """Beat, hourly: replayed and discarded messages past retention, in batches."""
     return retention.purge_all()
+
+
+@shared_task(name="dlq.health_tasks.fold_tallies", ignore_result=True)
+def fold_tallies() -> int:
+    """Beat: the queues' count rows summed into one per queue, so the overview reads few."""
+    return tallies.fold()
