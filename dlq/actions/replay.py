@@ -3,7 +3,9 @@
 Follows shared/rabbitmq-facts.md: body bytes unchanged; properties kept but `expiration`
 (the broker removed it when dead-lettering) and `user_id` (validated by the broker against
 the publishing user; kept in `original-user-id`); broker-owned `x-` headers and CC/BCC
-stripped; the console's lineage headers added.
+stripped; the console's lineage headers added. Symfony Messenger's SentToFailureTransportStamp
+header is stripped too: with it, Symfony drops a replayed message that fails again instead of
+sending it to the failure transport (dlq/messages/symfony.py).
 """
 
 from dataclasses import dataclass
@@ -11,9 +13,11 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from dlq.broker import amqp, codec, names
+from dlq.messages import symfony
 from dlq.models.actions import ReplayOverride
 
-STRIPPED_HEADERS = {"x-death", "x-delivery-count", "x-acquired-count", "CC", "BCC"}
+STRIPPED_HEADERS = {"x-death", "x-delivery-count", "x-acquired-count", "CC", "BCC",
+                    symfony.SENT_TO_FAILURE_HEADER}  # fmt: skip
 STRIPPED_PREFIXES = ("x-first-death-", "x-last-death-")
 TARGETS = ("original", "failed_queue")
 FRAME_OVERHEAD = 8  # frame type, channel, size and frame-end octets
@@ -94,6 +98,20 @@ def resolve(message, target, overrides: list[ReplayOverride] | None = None) -> R
     raise ReplayError(
         'target must be "original", "failed_queue" or {"exchange": ..., "routing_key": ...}'
     )
+
+
+def route_note(message, route: Route) -> str | None:
+    """What an operator should know about where `route` leads for this message."""
+    if route.target != "custom" and message.death_reason == symfony.HANDLER_FAILED:
+        return (
+            f"Symfony Messenger sent this message to its failure transport after its handler"
+            f" failed on queue {message.failed_queue!r}; a replay goes back into that queue"
+            " through the default exchange, as Symfony's own retries do. The replay drops"
+            " the SentToFailureTransportStamp header, so a second failure reaches the failure"
+            " transport again (with the PHP serializer the stamp is in the body, which a"
+            " replay never changes: see the README)."
+        )
+    return None
 
 
 def replay_headers(message, replay_id: str, user_id=None) -> dict:

@@ -109,4 +109,8 @@ def route_preview(request, id: int, params: Query[RouteQuery]):
     headers = {key: codec.plain(value) for key, value in message.headers.items()}
     found = routes.preview(message.vhost, route, headers)
     target = replay.target_for(message) if route.target == "original" else None
-    return {**found, "replay_target": target.queue_pattern if target else None}
+    return {
+        **found,
+        "replay_target": target.queue_pattern if target else None,
+        "note": replay.route_note(message, route),
+    }

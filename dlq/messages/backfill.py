@@ -1,7 +1,9 @@
 """Deriving again, for messages stored by an earlier version, what this version derives on
 arrival: the message type (0.4.0 reads the AMQP `type` property too), the first death's
 time (from the entry `x-first-death-*` names), the failed queue and reason past a retry
-queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0).
+queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0); what
+Symfony Messenger's stamps and PHP-serialized envelopes say (0.6.0: message type, exception,
+retries, the queue where the handler failed and the route back to it).
 
 In batches by id, each its own transaction: safe to stop and to run again. An edited message
 is derived from the version the drainer stored, as on arrival.
@@ -14,22 +16,34 @@ from collections.abc import Callable
 from django.db import transaction
 
 from dlq.messages import deaths
-from dlq.messages.ingest import clean
-from dlq.models import Message, MessageVersion
+from dlq.messages.ingest import clean, dumps, fit
+from dlq.models import DrainedQueue, Message, MessageVersion
 
 log = logging.getLogger("dlq.backfill")
 BATCH = 1000
-FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reason")
+FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reason",
+          "exception_type", "exception_message", "exception_stacktrace", "delivery_count",
+          "original_exchange", "original_routing_keys_json", "original_routing_key")  # fmt: skip
 
 
-def derive(headers: dict, properties: dict, vhost: str) -> dict:
-    death = deaths.read(headers, amqp_type=properties.get("type"))
+def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: bool) -> dict:
+    death = deaths.read(headers, quorum, properties.get("type"), m.routing_key, body)
+    keys = [clean(k) for k in death.original_routing_keys]
     return {
         "message_type": clean(death.message_type),
         "first_death_at": death.first_death_at,
-        "group": death.group(vhost),
+        "group": death.group(m.vhost),
         "failed_queue": clean(death.failed_queue),
         "death_reason": clean(death.reason, 32),
+        "exception_type": clean(death.exception_type),
+        "exception_message": clean(death.exception_message, None),
+        "exception_stacktrace": clean(death.exception_stacktrace, None),
+        "delivery_count": fit(death.delivery_count),
+        "original_exchange": None
+        if death.original_exchange is None
+        else clean(death.original_exchange),
+        "original_routing_keys_json": dumps(keys),
+        "original_routing_key": keys[0] if keys else "",
     }
 
 
@@ -41,7 +55,16 @@ def run(batch: int = BATCH, progress: Callable[[int, int, int], None] | None = N
             rows = list(
                 Message.objects.filter(id__gt=last)
                 .order_by("id")
-                .only("id", "vhost", "headers_json", "properties_json", *FIELDS)[:batch]
+                .only(
+                    "id",
+                    "vhost",
+                    "queue",
+                    "routing_key",
+                    "body",
+                    "headers_json",
+                    "properties_json",
+                    *FIELDS,
+                )[:batch]  # fmt: skip
             )
             if not rows:
                 return changed
@@ -53,11 +76,14 @@ def run(batch: int = BATCH, progress: Callable[[int, int, int], None] | None = N
 
 def _update(rows: list[Message]) -> int:
     originals = _first_versions([m.id for m in rows])
+    quorum = _quorum_queues(rows)
     dirty = []
     for m in rows:
-        headers_json, properties_json = originals.get(m.id, (m.headers_json, m.properties_json))
+        stored = (m.headers_json, m.properties_json, bytes(m.body))
+        headers_json, properties_json, body = originals.get(m.id, stored)
         try:
-            fresh = derive(json.loads(headers_json), json.loads(properties_json), m.vhost)
+            headers, properties = json.loads(headers_json), json.loads(properties_json)
+            fresh = derive(headers, properties, m, body, (m.vhost, m.queue) in quorum)
         except Exception:  # noqa: BLE001 - as the drainer's fallback row: keep what is stored
             log.warning("backfill_skipped", extra={"message_id": m.id}, exc_info=True)
             continue
@@ -69,7 +95,13 @@ def _update(rows: list[Message]) -> int:
     return len(dirty)
 
 
-def _first_versions(ids: list[int]) -> dict[int, tuple[str, str]]:
-    """The headers and properties each edited message arrived with (its version 1)."""
+def _first_versions(ids: list[int]) -> dict[int, tuple[str, str, bytes]]:
+    """The headers, properties and body each edited message arrived with (its version 1)."""
     found = MessageVersion.objects.filter(message_id__in=ids, number=1)
-    return {v.message_id: (v.headers_json, v.properties_json) for v in found}
+    return {v.message_id: (v.headers_json, v.properties_json, bytes(v.body)) for v in found}
+
+
+def _quorum_queues(rows: list[Message]) -> set[tuple[str, str]]:
+    """The parking queues that are quorum queues: there x-delivery-count is the drainer's."""
+    queues = DrainedQueue.objects.filter(queue_type="quorum")
+    return set(queues.values_list("vhost", "name")) & {(m.vhost, m.queue) for m in rows}

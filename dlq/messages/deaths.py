@@ -6,13 +6,13 @@ See shared/rabbitmq-facts.md for the broker behaviour these rules follow.
 """
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote, urlsplit
 
 from dlq.broker.codec import plain
+from dlq.messages import symfony
 
 RETRY_COUNTER_HEADERS = ("retry-count", "x-retry-count", "x-retries", "MT-Fault-RetryCount")
 
@@ -192,9 +192,8 @@ def _framework_text(h: dict) -> dict[str, str]:
     return text
 
 
-def _from_frameworks(death: Death, h: dict) -> None:
+def _from_frameworks(death: Death, text: dict, routing_key: str, body: bytes) -> None:
     """Failure details from Spring AMQP, MassTransit, NServiceBus, Symfony and Celery."""
-    text = _framework_text(h)
     # Spring AMQP (RepublishMessageRecoverer)
     if "x-exception-message" in text or "x-exception-stacktrace" in text:
         trace = text.get("x-exception-stacktrace", "")
@@ -216,13 +215,10 @@ def _from_frameworks(death: Death, h: dict) -> None:
         death.exception_stacktrace = text.get(prefix + "StackTrace", "")
         enclosed = text.get("NServiceBus.EnclosedMessageTypes", "")
         death.message_type = enclosed.split(";")[0].split(",")[0].strip()
-    # Symfony Messenger: ErrorDetailsStamp / RedeliveryStamp are JSON in X-Message-Stamp-*
-    for key, value in text.items():
-        if key.startswith("X-Message-Stamp-") and key.endswith(
-            ("ErrorDetailsStamp", "RedeliveryStamp")
-        ):
-            _symfony_stamp(death, value)
-    if not death.message_type:  # Symfony, Spring's JSON converter, Celery
+    envelope = symfony.from_headers(text) or symfony.from_body(body)
+    if envelope is not None:
+        _from_symfony(death, envelope, routing_key)
+    if not death.message_type:  # Symfony's JSON serializer, Spring's JSON converter, Celery
         names = ("type", "__TypeId__", "task")
         death.message_type = next((text[n] for n in names if text.get(n)), "")
     _original_route_without_x_death(death, text)
@@ -248,23 +244,20 @@ def _java_exception_type(trace: str, message: str) -> str:
     return pairs[0][0] if pairs else ""
 
 
-def _symfony_stamp(death: Death, value: str) -> None:
-    try:
-        stamps = json.loads(value)
-    except (ValueError, RecursionError):
-        return
-    for stamp in stamps if isinstance(stamps, list) else [stamps]:
-        if not isinstance(stamp, dict):
-            continue
-        death.exception_type = _str(stamp.get("exceptionClass")) or death.exception_type
-        death.exception_message = _str(stamp.get("exceptionMessage")) or death.exception_message
-        retries = stamp.get("retryCount")  # RedeliveryStamp
-        if isinstance(retries, int) and not isinstance(retries, bool):
-            # The highest: sending to the failure transport adds one with a count of 0.
-            death.delivery_count = max(retries, death.delivery_count or 0)
-        flat = stamp.get("flattenException")
-        trace = _str(flat.get("traceAsString")) if isinstance(flat, dict) else ""
-        death.exception_stacktrace = trace or death.exception_stacktrace
+def _from_symfony(death: Death, envelope: symfony.Envelope, routing_key: str) -> None:
+    death.message_type = death.message_type or envelope.message_type
+    if envelope.exception_type or envelope.exception_message:
+        death.exception_type = envelope.exception_type
+        death.exception_message = envelope.exception_message
+        death.exception_stacktrace = envelope.exception_trace or death.exception_stacktrace
+    if envelope.retry_count is not None:
+        # The highest: sending to the failure transport adds one with a count of 0.
+        death.delivery_count = max(envelope.retry_count, death.delivery_count or 0)
+    if envelope.failed_transport is not None and routing_key:
+        # Sent to the failure transport with the routing key of the queue its handler
+        # failed on; x-death holds only the delay queues' expiries (symfony.py).
+        death.failed_queue, death.reason = routing_key, symfony.HANDLER_FAILED
+        death.original_exchange, death.original_routing_keys = "", [routing_key]
 
 
 def _original_route_without_x_death(death: Death, text: dict) -> None:
@@ -300,14 +293,21 @@ def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
     return retries if "task" in h else None
 
 
-def read(headers: dict, parking_queue_is_quorum: bool = False, amqp_type=None) -> Death:
+def read(
+    headers: dict,
+    parking_queue_is_quorum: bool = False,
+    amqp_type=None,
+    routing_key: str = "",
+    body: bytes = b"",
+) -> Death:
     """Everything the console derives from a message's headers (and its AMQP `type`
-    property, the message type when no framework header names one)."""
+    property, the message type when no framework header names one; the routing key it
+    was delivered with and its body, for Symfony Messenger)."""
     death = Death()
     entries = x_death_entries(headers)
     if entries:
         _from_x_death(death, headers, entries)
-    _from_frameworks(death, headers)
+    _from_frameworks(death, _framework_text(headers), routing_key, body)
     if not death.message_type and isinstance(amqp_type, str):  # {"base64"}: not UTF-8
         death.message_type = amqp_type
     count = _delivery_count(headers, parking_queue_is_quorum)

@@ -147,7 +147,7 @@ def legacy_fingerprint(d: Delivery) -> str:
     return fingerprint(d, legacy_dumps(properties_to_json(d.properties)), stable)
 
 
-def _fit(value: int | None) -> int | None:
+def fit(value: int | None) -> int | None:
     """Counts go into 32-bit columns; a forged huge value must not poison the batch."""
     return None if value is None else max(-(2**31), min(value, 2**31 - 1))
 
@@ -172,7 +172,8 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
     headers = d.properties.headers or {}
     props_json = dumps(props)
     headers_json = dumps(headers)
-    death = deaths.read(headers, d.quorum, props.get("type"))
+    routing_key = d.routing_key if isinstance(d.routing_key, str) else ""
+    death = deaths.read(headers, d.quorum, props.get("type"), routing_key, d.body)
     origin_id, replay_count = _origin(headers)
     keys = [clean(k) for k in death.original_routing_keys]
     return {
@@ -197,15 +198,15 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
         "original_routing_key": keys[0] if keys else "",
         "failed_queue": clean(death.failed_queue),
         "death_reason": clean(death.reason, 32),
-        "death_count": _fit(death.count),
-        "delivery_count": _fit(death.delivery_count),
+        "death_count": fit(death.count),
+        "delivery_count": fit(death.delivery_count),
         "first_death_at": death.first_death_at,
         "exception_type": clean(death.exception_type),
         "exception_message": clean(death.exception_message, None),
         "exception_stacktrace": clean(death.exception_stacktrace, None),
         "message_type": clean(death.message_type),
         "group": death.group(d.vhost),
-        "replay_count": _fit(replay_count),
+        "replay_count": fit(replay_count),
         "previous_id": origin_id,  # resolved against the database when stored
         "lineage_id": None,
         "fingerprint": fingerprint(d, props_json, _stable_headers_json(d, headers, headers_json)),

@@ -135,6 +135,9 @@ class RouteOut(Schema):
     routing_key: str
     queues: list[str] | None = Field(description="bound queues now; null when unknown")
     warning: str | None = Field(description="unroutable, several copies, or route unknown")
+    note: str | None = Field(
+        None, description="what the framework that failed the message means for the route"
+    )
     replay_target: str | None = Field(
         None, description='the queue pattern of the replay target "original" follows; null for none'
     )

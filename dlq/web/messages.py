@@ -12,7 +12,7 @@ from dlq.accounts.roles import OPERATOR, VIEWER, has_role
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.broker import codec
-from dlq.messages import deaths, display, history, queries
+from dlq.messages import deaths, display, history, queries, symfony
 from dlq.messages.groups import group_name
 from dlq.models import DrainedQueue, Message, Status
 from dlq.web.access import role_view
@@ -90,6 +90,7 @@ def detail_context(request, message: Message, **forms) -> dict:
         "headers": display.header_rows(message.headers),
         "deaths": deaths.x_death_entries(message.headers),
         "trace": _trace(message.exception_stacktrace),
+        "symfony": symfony.read(message.headers, bytes(message.body)),
         "group_name": group_name(message),
         "history": history.with_diffs(message.history),
         "open_form": next(iter(forms), None),
@@ -170,6 +171,7 @@ def route_preview(request, pk: int):
         else:
             headers = {key: codec.plain(value) for key, value in message.headers.items()}
             context["preview"] = routes.preview(message.vhost, route, headers)
+            context["note"] = replay.route_note(message, route)
             if route.target == "original":
                 context["override"] = replay.target_for(message)
     return render(request, "messages/_route.html", context, status=200 if form.is_valid() else 400)

@@ -1,6 +1,7 @@
 """`manage.py dlq_backfill`: messages stored before 0.4.0 get what 0.4.0 derives on arrival."""
 
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -62,3 +63,24 @@ def test_a_row_it_cannot_read_is_skipped_and_the_rest_go_on():
     fine.refresh_from_db()
     assert fine.message_type == "billing.InvoiceDue"
     assert Message.objects.get(pk=broken.pk).message_type == ""  # kept as stored
+
+
+def test_symfony_messages_stored_before_0_6_get_what_their_envelope_says():
+    body = (Path(__file__).parent.parent / "frameworks/symfony/failed_php_body.bin").read_bytes()
+    delay = "delay_async_async_200_retry"
+    m = make_message(
+        queue="failed", body=body, died_in=delay, reason="expired", exchange="delays",
+        routing_key=delay, dlx="failed", delivered_key="async",
+    )  # fmt: skip
+    Message.objects.filter(pk=m.pk).update(  # what 0.5 derived: the delay queue's expiry
+        message_type="", exception_type="", exception_message="", failed_queue=delay,
+        death_reason="expired", delivery_count=None, original_exchange="delays",
+        original_routing_keys_json=f'["{delay}"]', original_routing_key=delay,
+    )  # fmt: skip
+
+    call_command("dlq_backfill", stdout=StringIO())
+
+    m.refresh_from_db()
+    assert (m.message_type, m.exception_type) == ("App\\Message\\SubmitInvoice", "RuntimeException")
+    assert (m.failed_queue, m.death_reason, m.delivery_count) == ("async", "handler_failed", 2)
+    assert (m.original_exchange, m.original_routing_keys) == ("", ["async"])
