@@ -3,6 +3,7 @@ filter and search without a reload, open a message, edit and replay it to a real
 discard and restore, a viewer's read-only page, and an XSS payload that stays text."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,32 @@ def test_an_operator_restores_an_earlier_version(page, live_server):
     assert bytes(message.body) == b'{"sku": "OLD-1"}'
     assert '"OLD-1"' in page.locator("#body").inner_text()
     assert page.locator("#version-2").count() == 1  # the replaced version is kept
+
+
+def test_a_symfony_envelope_is_shown_readably_and_stays_text(page, live_server):
+    """A PhpSerializer body recorded from the real application, its message's invoice id
+    turned into markup: the page shows the envelope's class, failure and properties."""
+    recorded = Path(__file__).parent.parent / "frameworks/symfony/failed_php_body.bin"
+    payload = "<img src=x onerror=alert(1)>"
+    body = recorded.read_bytes().replace(
+        b's:8:\\"INV-0001\\"', f's:{len(payload)}:\\"{payload}\\"'.encode(), 1
+    )
+    delay = "delay_async_async_200_retry"
+    message = make_message(queue="failed", body=body, died_in=delay, reason="expired",
+                           exchange="delays", routing_key=delay, delivered_key="async")  # fmt: skip
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    viewer = make_user("viewer", password=PASSWORD)
+    log_in(page, live_server, viewer.username, PASSWORD)
+    page.goto(f"{live_server.url}/messages/{message.pk}/")
+
+    section = page.locator("#symfony")
+    section.get_by_role("heading", name="Symfony Messenger").wait_for()
+    assert "App\\Message\\SubmitInvoice" in section.inner_text()
+    assert "after failing on transport async (queue async)" in section.inner_text()
+    assert "retry 1 at 2026-11-24 23:52:36" in section.inner_text()
+    properties = section.get_by_role("table", name="The message's properties")
+    assert payload in properties.inner_text()
+    assert page.locator("img[src=x]").count() == 0 and dialogs == []
+    assert page.locator("#message-type").inner_text() == "App\\Message\\SubmitInvoice"
+    screenshot(page, "message-detail-symfony")
