@@ -225,6 +225,7 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- Logging --------------------------------------------------------------------------
+LOG_LEVEL = env_str("DLQ_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -238,8 +239,20 @@ LOGGING = {
             "formatter": "json" if env_bool("DLQ_LOG_JSON", False) else "logfmt",
         }
     },
-    "root": {"handlers": ["console"], "level": env_str("DLQ_LOG_LEVEL", "INFO").upper()},
-    # Libraries say routine things at INFO (axes: "BEGIN" at every start, each handler run);
-    # their warnings (a failed sign-in, a lockout) still come through.
-    "loggers": {"pika": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Libraries say routine things at INFO (axes: "BEGIN" at every start, each handler run;
+    # Celery: every beat tick, every task received and succeeded, the worker's start-up; the
+    # development server: every request): quiet unless DLQ_LOG_LEVEL=DEBUG. Their warnings
+    # and errors (a failed sign-in, a lockout, a task that failed, a 500) still come through.
+    "loggers": {
+        name: {"level": "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"}
+        for name in (
+            "pika",
+            "axes",
+            "celery.beat",
+            "celery.app.trace",
+            "celery.worker",
+            "django.server",
+        )
+    },  # fmt: skip
 }

@@ -4,8 +4,10 @@ Runs the web server, the drainer, a Celery worker and Celery beat in the foregro
 stops them all on Ctrl-C (or when one of them dies, so a broken set-up is never half up).
 """
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,17 +16,25 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from dlq.broker import amqp
 from dlq.management.firstrun import set_up
 from dlq.models import Message
 
 
 def processes(port: int) -> dict[str, list[str]]:
+    """Each process says only what an operator wants to see (console/settings.py, LOGGING):
+    Celery without its banners, the web server without its start-up text (its requests
+    and errors are logged)."""
     py = sys.executable
+    celery = [py, "-m", "celery", "-A", "console"]
+    if settings.LOG_LEVEL != "DEBUG":
+        celery.append("--quiet")
+    level = settings.LOG_LEVEL.lower()
     return {
         "web": [py, "manage.py", "runserver", f"0.0.0.0:{port}", "--noreload"],
         "drainer": [py, "manage.py", "drain"],
-        "worker": [py, "-m", "celery", "-A", "console", "worker", "-l", "info", "-c", "2"],
-        "beat": [py, "-m", "celery", "-A", "console", "beat", "-l", "info",
+        "worker": [*celery, "worker", "-l", level, "-c", "2"],
+        "beat": [*celery, "beat", "-l", level,
                  "-s", str(settings.BASE_DIR / "var" / "celerybeat-schedule")],
     }  # fmt: skip
 
@@ -41,6 +51,7 @@ class Command(BaseCommand):
         if not no_demo and not Message.objects.exists():
             self._demo()
         children = self._start(processes(port))
+        self._wait_until_up(port, children)
         self.stdout.write(f"\nDLQ Console is running at http://localhost:{port}/")
         for line in notes:
             self.stdout.write(line)
@@ -56,10 +67,27 @@ class Command(BaseCommand):
 
     def _start(self, commands):
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        quiet = settings.LOG_LEVEL != "DEBUG"
         return {
-            name: subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)
+            name: subprocess.Popen(
+                cmd,
+                cwd=settings.BASE_DIR,
+                env=env,
+                start_new_session=True,
+                # runserver's start-up text goes to stdout; its log lines to stderr
+                stdout=subprocess.DEVNULL if quiet and name == "web" else None,
+            )
             for name, cmd in commands.items()
         }
+
+    def _wait_until_up(self, port: int, children, timeout: float = 60) -> None:
+        """The banner comes last: once the web server answers and the worker consumes its
+        queue (its "ready" line is out), so the URL and the password do not scroll away."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and all(p.poll() is None for p in children.values()):
+            if _answers(port) and _worker_consumes():
+                return
+            time.sleep(0.3)
 
     def _supervise(self, children) -> int:
         stopping = []
@@ -83,3 +111,25 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         return code
+
+
+def _answers(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+        return True
+    return False
+
+
+def _worker_consumes() -> bool:
+    """A worker consumes the Celery queue (on Celery's own broker URL)."""
+    try:
+        conn = amqp.connect(settings.CELERY_BROKER_URL.replace(";", ","), "dlq-up")
+    except (ConnectionError, *amqp.AllErrors):
+        return False
+    try:
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        return conn.channel().queue_declare(queue, passive=True).method.consumer_count > 0
+    except amqp.AllErrors:  # not declared yet: the worker has not started consuming
+        return False
+    finally:
+        with contextlib.suppress(*amqp.AllErrors):
+            conn.close()
