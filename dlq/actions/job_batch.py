@@ -186,6 +186,9 @@ def settle_batch(job: Job, batch: Batch, results: dict, partial: bool = False) -
             ).update(status=Status.PARKED)
             _insert_replays(job, batch, published, answered, now)
             set_items(items, lambda i: i.outcome)
+            for item in items:
+                if answered[item.pk][1]:
+                    JobItem.objects.filter(pk=item.pk).update(detail=answered[item.pk][1])
         count_done(job, tally(items), done=len(confirmed), failed=len(items) - len(confirmed))
 
 
@@ -201,8 +204,9 @@ def _settle_rows_pg(job, batch, items, answered, confirmed, unconfirmed, now) ->
         " WHERE id = ANY(%s::bigint[]) AND status = %s),"
         f" back AS (UPDATE {message} SET status = %s WHERE id = ANY(%s::bigint[])"
         " AND status = %s),"
-        f" items AS (UPDATE {item} AS i SET state = v.s, outcome = v.o"
-        " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, s, o) WHERE i.id = v.id)"
+        f" items AS (UPDATE {item} AS i SET state = v.s, outcome = v.o, detail = v.d FROM"
+        " unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS v(id, s, o, d)"
+        " WHERE i.id = v.id)"
         f" {replays}"
     )
     with connection.cursor() as cursor:
@@ -212,7 +216,7 @@ def _settle_rows_pg(job, batch, items, answered, confirmed, unconfirmed, now) ->
                 Status.REPLAYED.value, [i.message_id for i in confirmed], Status.REPLAYING.value,
                 Status.PARKED.value, [i.message_id for i in unconfirmed], Status.REPLAYING.value,
                 [i.pk for i in items], [item_state(i.outcome) for i in items],
-                [i.outcome for i in items], *params,
+                [i.outcome for i in items], [answered[i.pk][1] for i in items], *params,
             ],
         )  # fmt: skip
 

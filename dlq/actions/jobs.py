@@ -93,7 +93,7 @@ def _add_items(job: Job, selection) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {q(JobItem._meta.db_table)} (job_id, message_id, state, outcome,"
-            f" replay_id) SELECT %s, s.id, %s, '', '' FROM ({sql}) s ORDER BY s.id",
+            f" replay_id, detail) SELECT %s, s.id, %s, '', '', '' FROM ({sql}) s ORDER BY s.id",
             [job.pk, ItemState.PENDING.value, *params],
         )
         return max(cursor.rowcount, 0)
@@ -140,18 +140,20 @@ def finished_jobs():
 
 
 def failed_items(job: Job, limit: int = 50) -> list[dict]:
-    """The job's items that did not succeed, with the broker's detail for replays."""
+    """The job's items that did not succeed, with why: the broker's answer, or why the
+    message could not be published (jobs of 0.5 and before kept only the broker's)."""
     items = list(
         JobItem.objects.filter(job=job, state=ItemState.FAILED)
         .order_by("id")
-        .values("message_id", "outcome")[:limit]
+        .values("message_id", "outcome", "detail")[:limit]
     )
+    unexplained = [i["message_id"] for i in items if not i["detail"]]
     details = dict(
-        Replay.objects.filter(job=job, message_id__in=[i["message_id"] for i in items])
+        Replay.objects.filter(job=job, message_id__in=unexplained)
         .exclude(outcome="confirmed")
         .order_by("id")
         .values_list("message_id", "detail")
     )
     for item in items:
-        item["detail"] = details.get(item["message_id"], "")
+        item["detail"] = item["detail"] or details.get(item["message_id"], "")
     return items

@@ -173,6 +173,8 @@ class JobItem(models.Model):
     state = models.CharField(max_length=16, choices=ItemState.choices, default=ItemState.PENDING)
     outcome = models.CharField(max_length=16, blank=True, default="")
     replay_id = models.CharField(max_length=32, blank=True, default="")
+    # Why it failed: the broker's answer, or why it could not be published at all.
+    detail = models.TextField(blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["job", "state", "id"], name="jobitem_state")]

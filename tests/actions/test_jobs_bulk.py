@@ -156,6 +156,11 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     for m in unroutable:
         assert Replay.objects.get(message=m).outcome == "unroutable"
     assert JobItem.objects.get(job=job, message=unknown[0]).outcome == "error"
+    # The job's page says why each failed, also one that could not be published at all.
+    why = {i["message_id"]: (i["outcome"], i["detail"]) for i in jobs.failed_items(job)}
+    assert why[unknown[0].pk][0] == "error"
+    assert why[unknown[0].pk][1].startswith("the original destination is unknown")
+    assert all(why[m.pk][1].startswith("no queue bound: 312 NO_ROUTE") for m in unroutable)
     assert {m.pk for m in good} == set(
         Message.objects.filter(status=Status.REPLAYED).values_list("id", flat=True)
     )
