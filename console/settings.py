@@ -245,7 +245,7 @@ LOGGING = {
     # development server: every request): quiet unless DLQ_LOG_LEVEL=DEBUG. Their warnings
     # and errors (a failed sign-in, a lockout, a task that failed, a 500) still come through.
     "loggers": {
-        name: {"level": "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"}
+        name: {"level": LOG_LEVEL if LOG_LEVEL in ("DEBUG", "ERROR", "CRITICAL") else "WARNING"}
         for name in (
             "pika",
             "axes",

@@ -77,7 +77,9 @@ def test_every_console_command_exists(name):
 
 
 def program_of(args: list[str]) -> list[str]:
-    """What runs, whatever starts it: `python -m celery ...` and `celery ...` are one."""
+    """What runs, whatever starts it: `python -m celery ...` and `celery ...` are one, and
+    Celery's `--quiet` (no banner under `make run`) changes only what it prints."""
+    args = [a for a in args if a != "--quiet"]
     if args[0] in ("python", sys.executable):
         args = args[2:] if args[1] == "-m" else args[1:]
     return args[:4] if args[0] == "celery" else args[:2]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from dlq.messages import deaths
+from dlq.messages import deaths, symfony
 from dlq.messages.ingest import clean, dumps, fit
 from dlq.models import DrainedQueue, Message, MessageVersion
 
@@ -29,6 +29,9 @@ FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reas
 def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: bool) -> dict:
     death = deaths.read(headers, quorum, properties.get("type"), m.routing_key, body)
     keys = [clean(k) for k in death.original_routing_keys]
+    # The delivery count read again only where Symfony's stamps say it: elsewhere it may
+    # hang on whether the parking queue was a quorum queue then, which no row records.
+    count = death.delivery_count if symfony.read(headers, body) else m.delivery_count
     return {
         "message_type": clean(death.message_type),
         "first_death_at": death.first_death_at,
@@ -38,7 +41,7 @@ def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: boo
         "exception_type": clean(death.exception_type),
         "exception_message": clean(death.exception_message, None),
         "exception_stacktrace": clean(death.exception_stacktrace, None),
-        "delivery_count": fit(death.delivery_count),
+        "delivery_count": fit(count),
         "original_exchange": None
         if death.original_exchange is None
         else clean(death.original_exchange),

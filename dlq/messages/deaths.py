@@ -253,11 +253,22 @@ def _from_symfony(death: Death, envelope: symfony.Envelope, routing_key: str) ->
     if envelope.retry_count is not None:
         # The highest: sending to the failure transport adds one with a count of 0.
         death.delivery_count = max(envelope.retry_count, death.delivery_count or 0)
-    if envelope.failed_transport is not None and routing_key:
+    queue = _symfony_failed_on(death, routing_key)
+    if envelope.failed_transport is not None and queue:
         # Sent to the failure transport with the routing key of the queue its handler
         # failed on; x-death holds only the delay queues' expiries (symfony.py).
-        death.failed_queue, death.reason = routing_key, symfony.HANDLER_FAILED
-        death.original_exchange, death.original_routing_keys = "", [routing_key]
+        death.failed_queue, death.reason = queue, symfony.HANDLER_FAILED
+        death.original_exchange, death.original_routing_keys = "", [queue]
+
+
+def _symfony_failed_on(death: Death, routing_key: str) -> str:
+    """The routing key Symfony sent the message to its failure transport with: the one it
+    was delivered with, unless it was dead-lettered after that (a failure queue whose
+    dead-letter exchange rewrites the key): that death's entry keeps the key it had."""
+    after = next((e for e in death.x_death if e["reason"] != "expired"), None)
+    if after is not None and after["routing_keys"]:
+        return after["routing_keys"][0]
+    return routing_key
 
 
 def _original_route_without_x_death(death: Death, text: dict) -> None:

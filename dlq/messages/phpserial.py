@@ -11,7 +11,7 @@ refusal.
 
 from dataclasses import dataclass, field
 
-MAX_INPUT = 4 * 1024 * 1024  # bytes: a bigger body is not read at all
+MAX_INPUT = 1024 * 1024  # bytes: a bigger body is not read at all (a fraction of a second)
 MAX_DEPTH = 32
 MAX_ITEMS = 50_000  # array elements and object properties, all levels together
 
@@ -27,20 +27,15 @@ class PhpObject:
 
 
 def unslash(data: bytes) -> bytes:
-    """PHP's stripslashes(): PhpSerializer sends addslashes(serialize($envelope))."""
-    if b"\\" not in data:
-        return data
-    out, i, n = bytearray(), 0, len(data)
-    while i < n:
-        byte = data[i]
-        if byte == 0x5C:  # backslash
-            i += 1
-            if i < n:
-                out.append(0 if data[i] == 0x30 else data[i])  # \0 is NUL
-        else:
-            out.append(byte)
-        i += 1
-    return bytes(out)
+    """PHP's stripslashes() of what addslashes() writes (PhpSerializer sends
+    addslashes(serialize($envelope))): \\\\, \\", \\' and \\0 (NUL). Any other backslash is
+    left as it is, and the reader then refuses the body. Linear, in C: bytes.replace."""
+    if len(data) > 2 * MAX_INPUT:
+        raise Refused(f"longer than {2 * MAX_INPUT} bytes")
+    parts = data.split(b"\\\\")
+    return b"\\".join(
+        p.replace(b'\\"', b'"').replace(b"\\'", b"'").replace(b"\\0", b"\x00") for p in parts
+    )
 
 
 def loads(data: bytes):

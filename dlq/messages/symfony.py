@@ -15,6 +15,7 @@ default exchange, as Symfony's own retries do.
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from dlq.broker.codec import plain
 from dlq.messages import phpserial
@@ -26,11 +27,8 @@ REDELIVERY = STAMPS + "RedeliveryStamp"
 SENT_TO_FAILURE = STAMPS + "SentToFailureTransportStamp"
 DELAY = STAMPS + "DelayStamp"
 ENVELOPE = "Symfony\\Component\\Messenger\\Envelope"
-# The start of a PhpSerializer body, as sent (slashes added) and as serialize() writes it.
-PHP_BODY_STARTS = (
-    b'O:36:\\"' + ENVELOPE.replace("\\", "\\\\").encode(),
-    b'O:36:"' + ENVELOPE.encode(),
-)
+# The start of a PhpSerializer body: addslashes(serialize($envelope)).
+PHP_BODY_START = b'O:36:\\"' + ENVELOPE.replace("\\", "\\\\").encode()
 # A replay removes this header: Symfony drops a message that fails again while it says the
 # message was already sent to the failure transport (dlq/actions/replay.py).
 SENT_TO_FAILURE_HEADER = STAMP_HEADER + SENT_TO_FAILURE
@@ -44,7 +42,7 @@ class Envelope:
 
     serializer: str  # "json" or "php"
     message_type: str = ""
-    message: dict = field(default_factory=dict)  # the message's properties as text (php)
+    message: list = field(default_factory=list)  # (name, value as text) pairs (php)
     exception_type: str = ""
     exception_message: str = ""
     exception_code: int | None = None
@@ -65,6 +63,8 @@ def read(headers: dict, body: bytes) -> Envelope | None:
     for key, value in headers.items():
         if key == "type" or key.startswith(STAMP_HEADER):
             value = plain(value)
+            if isinstance(value, bytes):  # as deaths.py reads them
+                value = value.decode("utf-8", "replace")
             if isinstance(value, str):
                 text[key] = value
     return from_headers(text) or from_body(body)
@@ -86,7 +86,7 @@ def from_headers(text: dict[str, str]) -> Envelope | None:
 
 def from_body(body: bytes) -> Envelope | None:
     """A PhpSerializer body's envelope; None for any other body or one that is refused."""
-    if not body.startswith(PHP_BODY_STARTS):
+    if not body.startswith(PHP_BODY_START):
         return None
     try:
         value = phpserial.loads(phpserial.unslash(body))
@@ -99,7 +99,7 @@ def from_body(body: bytes) -> Envelope | None:
     envelope = Envelope("php")
     if isinstance(message, phpserial.PhpObject):
         envelope.message_type = message.class_name
-        envelope.message = {str(k): _shown(_plain(v)) for k, v in message.properties.items()}
+        envelope.message = [(str(k), _shown(_plain(v))) for k, v in message.properties.items()]
     if isinstance(stamps, dict):
         _read_stamps(
             envelope,
@@ -111,27 +111,60 @@ def from_body(body: bytes) -> Envelope | None:
 def _read_stamps(envelope: Envelope, stamps: dict[str, list]) -> None:
     """Stamps by class name, each a list of property dicts, oldest first."""
     errors = [s for s in stamps.get(ERROR_DETAILS, []) if isinstance(s, dict)]
+    redeliveries = [s for s in stamps.get(REDELIVERY, []) if isinstance(s, dict)]
     if errors:
         last = errors[-1]
         envelope.exception_type = _text(last.get("exceptionClass"))
         envelope.exception_message = _text(last.get("exceptionMessage"))
         code = last.get("exceptionCode")
-        if isinstance(code, int) and not isinstance(code, bool):
-            envelope.exception_code = code
-        flat = last.get("flattenException")
-        if isinstance(flat, dict):
-            envelope.exception_trace = _text(flat.get("traceAsString"))
-    for stamp in stamps.get(REDELIVERY, []):
-        if isinstance(stamp, dict) and isinstance(stamp.get("retryCount"), int):
+        envelope.exception_code = code if _is_int(code) else None
+        envelope.exception_trace = _trace(last.get("flattenException"))
+    else:
+        _error_before_5_2(envelope, redeliveries)
+    for stamp in redeliveries:
+        if _is_int(stamp.get("retryCount")):
             envelope.retries.append(
                 {"count": stamp["retryCount"], "at": _text(stamp.get("redeliveredAt"))}
             )
     for stamp in stamps.get(DELAY, []):
-        if isinstance(stamp, dict) and isinstance(stamp.get("delay"), int):
+        if isinstance(stamp, dict) and _is_int(stamp.get("delay")):
             envelope.delays_ms.append(stamp["delay"])
     sent = [s for s in stamps.get(SENT_TO_FAILURE, []) if isinstance(s, dict)]
     if sent:
         envelope.failed_transport = _text(sent[-1].get("originalReceiverName"))
+
+
+def _error_before_5_2(envelope: Envelope, redeliveries: list[dict]) -> None:
+    """Symfony 4.4 to 5.1 had no ErrorDetailsStamp: the error is in the last RedeliveryStamp
+    that names one. 5.4 writes a date into that field: not an error message."""
+    for stamp in reversed(redeliveries):
+        message = _text(stamp.get("exceptionMessage"))
+        if message and not _is_date(message):
+            envelope.exception_message = message
+            flat = stamp.get("flattenException")
+            envelope.exception_type = _text(flat.get("class")) if isinstance(flat, dict) else ""
+            envelope.exception_trace = _trace(flat)
+            return
+
+
+def _trace(flat) -> str:
+    """FlattenException's trace: traceAsString, or trace_as_string as the framework's
+    normalizer writes it."""
+    if not isinstance(flat, dict):
+        return ""
+    return _text(flat.get("traceAsString")) or _text(flat.get("trace_as_string"))
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _json_list(value: str) -> list:

@@ -21,7 +21,7 @@ def test_a_php_serialized_envelope_is_read_without_unserializing_it():
     envelope = symfony.from_body(PHP_BODY)
     assert envelope.serializer == "php"
     assert envelope.message_type == INVOICE
-    assert envelope.message == {"invoiceId": "INV-0001", "amount": "100"}
+    assert envelope.message == [("invoiceId", "INV-0001"), ("amount", "100")]
     assert (envelope.exception_type, envelope.exception_code) == ("RuntimeException", 0)
     assert envelope.exception_message == "ledger unavailable for INV-0001"
     assert [r["count"] for r in envelope.retries] == [1, 2, 0]
@@ -120,3 +120,44 @@ def test_other_bodies_are_not_read_at_all():
     assert symfony.from_body(b'{"invoiceId": "INV-1"}') is None
     assert symfony.from_body(b'O:8:"stdClass":0:{}') is None
     assert deaths.read({}, body=b'O:8:"stdClass":0:{}').message_type == ""
+
+
+def test_symfony_before_5_2_kept_the_error_in_its_redelivery_stamp():
+    """No ErrorDetailsStamp before 5.2; 5.4 writes a date where 4.4 wrote the error."""
+    old = symfony.from_headers({symfony.STAMP_HEADER + symfony.REDELIVERY: json.dumps([
+        {"retryCount": 3, "exceptionMessage": "ledger down",
+         "flattenException": {"class": "RuntimeException", "traceAsString": "#0 foo"}},
+    ])})  # fmt: skip
+    assert (old.exception_type, old.exception_message) == ("RuntimeException", "ledger down")
+    assert old.exception_trace == "#0 foo"
+    dated = symfony.from_headers({symfony.STAMP_HEADER + symfony.REDELIVERY: json.dumps([
+        {"retryCount": True, "exceptionMessage": "2026-11-24T23:52:21+00:00"},
+    ])})  # fmt: skip
+    assert (dated.exception_message, dated.retries) == ("", [])  # a boolean is no count
+
+
+def test_a_property_named_items_is_shown_like_any_other():
+    body = PHP_BODY.replace(b's:9:\\"invoiceId\\"', b's:5:\\"items\\"', 1)
+    envelope = symfony.from_body(body)
+    assert envelope.message == [("items", "INV-0001"), ("amount", "100")]
+
+
+def test_a_failure_transport_that_dead_letters_with_another_key_keeps_the_failed_queue():
+    """The failure queue rejects into a parking queue through a DLX that rewrites the key:
+    the failure queue's x-death entry keeps the key Symfony published with."""
+    rejected = {
+        "count": 1,
+        "exchange": "failed",
+        "queue": "failed",
+        "reason": "rejected",
+        "routing-keys": ["async"],
+        "time": {"type": "timestamp", "value": 1795564350},
+    }
+    expired = {"count": 1, "exchange": "delays", "queue": "delay_async_async_200_retry",
+               "reason": "expired", "routing-keys": ["delay_async_async_200_retry"],
+               "time": {"type": "timestamp", "value": 1795564342}}  # fmt: skip
+    headers = codec.typed_table({"x-death": [rejected, expired]})
+    props = amqp.make_properties({"delivery_mode": 2}, headers)
+    row = build_row(Delivery("parked", "/", "parking-x", "parked", False, props, PHP_BODY))
+    assert (row["failed_queue"], row["death_reason"]) == ("async", "handler_failed")
+    assert (row["original_exchange"], row["original_routing_key"]) == ("", "async")

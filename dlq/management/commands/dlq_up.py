@@ -50,12 +50,16 @@ class Command(BaseCommand):
         notes = set_up()
         if not no_demo and not Message.objects.exists():
             self._demo()
+        # Before the children start: Ctrl-C at any moment from here stops them all.
+        self.stopping: list[bool] = []
+        signal.signal(signal.SIGINT, lambda *_: self.stopping.append(True))
+        signal.signal(signal.SIGTERM, lambda *_: self.stopping.append(True))
         children = self._start(processes(port))
-        self._wait_until_up(port, children)
-        self.stdout.write(f"\nDLQ Console is running at http://localhost:{port}/")
-        for line in notes:
-            self.stdout.write(line)
-        self.stdout.write("Press Ctrl-C to stop.\n")
+        if self._wait_until_up(port, children):
+            self.stdout.write(f"\nDLQ Console is running at http://localhost:{port}/")
+            for line in notes:
+                self.stdout.write(line)
+            self.stdout.write("Press Ctrl-C to stop.\n")
         code = self._supervise(children)
         raise SystemExit(code)
 
@@ -80,21 +84,20 @@ class Command(BaseCommand):
             for name, cmd in commands.items()
         }
 
-    def _wait_until_up(self, port: int, children, timeout: float = 60) -> None:
+    def _wait_until_up(self, port: int, children, timeout: float = 60) -> bool:
         """The banner comes last: once the web server answers and the worker consumes its
-        queue (its "ready" line is out), so the URL and the password do not scroll away."""
+        queue (its "ready" line is out), so the URL and the password do not scroll away.
+        False when a process died or Ctrl-C came first (_supervise then stops the rest)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and all(p.poll() is None for p in children.values()):
-            if _answers(port) and _worker_consumes():
-                return
+        while not self.stopping and all(p.poll() is None for p in children.values()):
+            if time.monotonic() > deadline or (_answers(port) and _worker_consumes()):
+                return True
             time.sleep(0.3)
+        return False
 
     def _supervise(self, children) -> int:
-        stopping = []
-        signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
-        signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
         code = 0
-        while not stopping:
+        while not self.stopping:
             dead = {n: p.returncode for n, p in children.items() if p.poll() is not None}
             if dead:
                 self.stderr.write(f"stopping everything: {dead} exited")
@@ -120,10 +123,13 @@ def _answers(port: int) -> bool:
 
 
 def _worker_consumes() -> bool:
-    """A worker consumes the Celery queue (on Celery's own broker URL)."""
+    """A worker consumes the Celery queue (on Celery's own broker URL; Redis: not asked)."""
+    url = settings.CELERY_BROKER_URL
+    if not url.startswith("amqp"):
+        return True
     try:
-        conn = amqp.connect(settings.CELERY_BROKER_URL.replace(";", ","), "dlq-up")
-    except (ConnectionError, *amqp.AllErrors):
+        conn = amqp.connect(url.replace(";", ","), "dlq-up")
+    except (ConnectionError, ValueError, *amqp.AllErrors):
         return False
     try:
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
