@@ -130,6 +130,25 @@ def env_patterns(name: str, default: str) -> list[str]:
     return items
 
 
+def env_role_map(name: str) -> dict[str, str]:
+    """GROUP=ROLE,... (dlq/accounts/rolemap.py), checked at start-up; {} when unset."""
+    from dlq.accounts import rolemap  # pure Python, like names above
+
+    try:
+        return rolemap.parse(env_str(name, ""))
+    except rolemap.RoleMapError as e:
+        raise ImproperlyConfigured(f"{name}: {e}") from None
+
+
+def env_header(name: str) -> str:
+    """An HTTP request header's name ("X-Forwarded-User") as Django's META key
+    ("HTTP_X_FORWARDED_USER"); "" when unset."""
+    value = env_str(name, "").strip()
+    if value and not all(c.isalnum() or c == "-" for c in value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a header name (letters, digits, -)")
+    return "HTTP_" + value.upper().replace("-", "_") if value else ""
+
+
 def _mask(url: str) -> str:
     """Hide a password in a URL so an error message never prints it."""
     scheme, sep, rest = url.partition("://")

@@ -8,10 +8,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from console.env import (
     env_bool,
+    env_header,
     env_int,
     env_list,
     env_networks,
     env_patterns,
+    env_role_map,
     env_str,
     env_url,
     env_urls,
@@ -48,6 +50,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "dlq.web.proxy.proxy_sign_in_middleware",  # DLQ_AUTH_PROXY_*; inert when unset
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -110,7 +113,9 @@ LOGIN_URL = "login"
 # Sign-in throttling (django-axes): per user name or per client address, whichever trips first.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "dlq.accounts.backends.LocalPasswordBackend",
+    "dlq.accounts.backends.OidcBackend",
+    "dlq.accounts.backends.ProxyBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("DLQ_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("DLQ_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
@@ -121,7 +126,49 @@ AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "dlq.web.signin.locked_out"
 AXES_USERNAME_CALLABLE = "dlq.web.signin.axes_username"
 LOGIN_REDIRECT_URL = "/"
+# A shift, not Django's two weeks: a provider's user comes back through the provider, and
+# their role is read again (dlq/accounts/external.py).
+SESSION_COOKIE_AGE = 12 * 3600
 LOGOUT_REDIRECT_URL = "login"  # not the admin's "logged out" page
+
+# --- Sign-in through an identity provider or a trusted proxy (dlq/accounts/) ------------
+# Local passwords: the form on /login/ and the admin site; off leaves only OIDC and the proxy.
+DLQ_LOCAL_LOGIN = env_bool("DLQ_LOCAL_LOGIN", True)
+DLQ_OIDC_DISCOVERY_URL = env_str("DLQ_OIDC_DISCOVERY_URL", "")
+if DLQ_OIDC_DISCOVERY_URL:
+    env_url("DLQ_OIDC_DISCOVERY_URL", "", ("https", "http"))
+DLQ_OIDC_CLIENT_ID = env_str("DLQ_OIDC_CLIENT_ID", "")
+DLQ_OIDC_CLIENT_SECRET = env_str("DLQ_OIDC_CLIENT_SECRET", "")
+DLQ_OIDC_SCOPES = env_str("DLQ_OIDC_SCOPES", "openid email profile")
+DLQ_OIDC_GROUPS_CLAIM = env_str("DLQ_OIDC_GROUPS_CLAIM", "groups")
+DLQ_OIDC_ROLE_MAP = env_role_map("DLQ_OIDC_ROLE_MAP")
+DLQ_AUTH_PROXY_USER_HEADER = env_header("DLQ_AUTH_PROXY_USER_HEADER")
+DLQ_AUTH_PROXY_GROUPS_HEADER = env_header("DLQ_AUTH_PROXY_GROUPS_HEADER")
+DLQ_AUTH_PROXY_ROLE_MAP = env_role_map("DLQ_AUTH_PROXY_ROLE_MAP")
+DLQ_AUTH_PROXY_NETS = env_networks("DLQ_AUTH_PROXY_NETS", "none")
+
+
+def _check_sign_in() -> None:
+    """Half a configuration is a start-up error, not a sign-in that fails at 3 a.m."""
+    if DLQ_OIDC_DISCOVERY_URL:
+        for name in ("DLQ_OIDC_CLIENT_ID", "DLQ_OIDC_CLIENT_SECRET", "DLQ_OIDC_ROLE_MAP"):
+            if not globals()[name]:
+                raise ImproperlyConfigured(f"DLQ_OIDC_DISCOVERY_URL is set, {name} is not")
+        if "openid" not in DLQ_OIDC_SCOPES.split():
+            raise ImproperlyConfigured("DLQ_OIDC_SCOPES must include openid")
+    if DLQ_AUTH_PROXY_USER_HEADER:
+        for name in ("DLQ_AUTH_PROXY_NETS", "DLQ_AUTH_PROXY_ROLE_MAP",
+                     "DLQ_AUTH_PROXY_GROUPS_HEADER"):  # fmt: skip
+            if not globals()[name]:
+                raise ImproperlyConfigured(f"DLQ_AUTH_PROXY_USER_HEADER is set, {name} is not")
+    if not (DLQ_LOCAL_LOGIN or DLQ_OIDC_DISCOVERY_URL or DLQ_AUTH_PROXY_USER_HEADER):
+        raise ImproperlyConfigured(
+            "DLQ_LOCAL_LOGIN=false needs another way to sign in: "
+            "DLQ_OIDC_DISCOVERY_URL or DLQ_AUTH_PROXY_USER_HEADER"
+        )
+
+
+_check_sign_in()
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

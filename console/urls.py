@@ -1,10 +1,9 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from dlq.api.root import api
 from dlq.health import metrics, probes
-from dlq.web import signin
+from dlq.web import signin, sso
 
 # No login form but the console's own (throttled, audited): the admin site's sends everyone
 # there, and back once they are signed in.
@@ -14,7 +13,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("login/", signin.SignIn.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/sso/", sso.start, name="sso-start"),
+    path("login/sso/callback/", sso.callback, name="sso-callback"),
+    path("logout/", sso.sign_out, name="logout"),
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),

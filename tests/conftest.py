@@ -13,10 +13,12 @@ from tests.topology import Topology
 
 pytest_plugins = [
     "tests.alertfactory",
+    "tests.authgateway",
     "tests.browser",
     "tests.drainfixtures",
     "tests.httprecorder",
     "tests.nodeproxy",
+    "tests.oidcprovider",
     "tests.rabbits",
     "tests.vhosts",
 ]

@@ -7,9 +7,10 @@ import re
 from tests import ROOT
 
 READERS = {"env_str", "env_int", "env_bool", "env_list", "env_url", "env_urls", "env_float",
-           "env_networks", "env_patterns", "raw"}  # fmt: skip
+           "env_networks", "env_patterns", "env_role_map", "env_header", "raw"}  # fmt: skip
 # Defaults described in words in the README, on purpose (secrets, generated values).
-DESCRIBED = {"SECRET_KEY", "DLQ_ADMIN_PASSWORD", "DLQ_METRICS_TOKEN"}
+DESCRIBED = {"SECRET_KEY", "DLQ_ADMIN_PASSWORD", "DLQ_METRICS_TOKEN", "DLQ_OIDC_DISCOVERY_URL",
+             "DLQ_OIDC_CLIENT_ID", "DLQ_OIDC_CLIENT_SECRET"}  # fmt: skip
 ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| (.*?) \| .* \|$")
 
 

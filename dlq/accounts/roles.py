@@ -22,6 +22,23 @@ def role_of(user) -> str | None:
     return user._dlq_role
 
 
+def rank(role: str) -> int:
+    return _RANK[role]
+
+
+def grant(user, role: str | None) -> None:
+    """Give the user exactly this role (None: no role at all), keeping groups that are not
+    roles. The cached role of this user object follows."""
+    from django.contrib.auth.models import Group
+
+    held = user.groups.filter(name__in=ROLES)
+    if role is None or {g.name for g in held} != {role}:
+        user.groups.remove(*held)
+        if role is not None:
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+    user._dlq_role = role
+
+
 def has_role(user, needed: str) -> bool:
     role = role_of(user)
     return role is not None and _RANK[role] >= _RANK[needed]

@@ -1,5 +1,6 @@
 """The tables, one module per concept. Importing them here registers them with Django."""
 
+from dlq.models.accounts import ApiToken, Identity, IdentitySource
 from dlq.models.actions import (
     AuditAction,
     AuditEntry,
@@ -29,4 +30,3 @@ from dlq.models.alerts import (
 from dlq.models.health import DrainCounter, DrainerHeartbeat, StatusChange
 from dlq.models.messages import DrainedQueue, Message, PendingBatch, QueueTally, Status
 from dlq.models.search import SearchEntry, SearchWatermark
-from dlq.models.tokens import ApiToken

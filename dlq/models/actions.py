@@ -77,6 +77,7 @@ class AuditAction(models.TextChoices):
     SIGN_IN = "sign_in"
     SIGN_IN_FAILED = "sign_in_failed"
     SIGN_IN_LOCKED = "sign_in_locked"
+    SIGN_IN_REFUSED = "sign_in_refused"  # an IdP or proxy user whose groups map to no role
     AUDIT_PURGE = "audit_purge"
     CHANNEL_CHANGE = "channel_change"
     REPLAY_TARGET_CHANGE = "replay_target_change"

@@ -2,7 +2,12 @@
 files, so markup that slipped through escaping still cannot run or restyle the page.
 
 htmx runs under it because base.html's <meta name="htmx-config"> turns off its inline
-indicator <style> and its eval-based features (none of which the pages use)."""
+indicator <style> and its eval-based features (none of which the pages use).
+
+With single sign-on, "Log out" (a form) ends at the provider's end-session endpoint, and
+form-action governs a form's redirects too: the provider's origin is allowed there."""
+
+from dlq.accounts import oidc
 
 POLICY = "; ".join(
     [
@@ -18,10 +23,23 @@ POLICY = "; ".join(
 )
 
 
+def _signed_in_through_provider(request) -> bool:
+    from dlq.web.sso import ID_TOKEN_KEY  # the web layer's session key; imported late
+
+    session = getattr(request, "session", None)
+    return session is not None and ID_TOKEN_KEY in session
+
+
 def csp_middleware(get_response):
     def middleware(request):
         response = get_response(request)
-        response.headers.setdefault("Content-Security-Policy", POLICY)
+        extra = (
+            oidc.logout_origins(load=_signed_in_through_provider(request))
+            if (oidc.enabled())
+            else ()
+        )
+        policy = POLICY.replace("form-action 'self'", " ".join(["form-action 'self'", *extra]))
+        response.headers.setdefault("Content-Security-Policy", policy)
         return response
 
     return middleware

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.views import LoginView, redirect_to_login
 from django.shortcuts import render
 
+from dlq.accounts import oidc
 from dlq.actions import audit
 from dlq.messages.ingest import clean
 from dlq.models import AuditAction
@@ -19,6 +20,22 @@ NAME_LIMIT = 150  # what an audit row keeps of a user name that someone typed
 
 
 class SignIn(LoginView):
+    """The login page: the provider's button when OIDC is configured, the password form
+    unless DLQ_LOCAL_LOGIN=false (then a posted password is refused, 403, and not counted
+    as a failed attempt: there is nothing to guess)."""
+
+    def post(self, request, *args, **kwargs):
+        if not settings.DLQ_LOCAL_LOGIN:
+            context = self.get_context_data(local_login_off=True)
+            return self.render_to_response(context, status=403)
+        return super().post(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["local_login"] = settings.DLQ_LOCAL_LOGIN
+        context["sso_provider"] = oidc.provider_host() if oidc.enabled() else ""
+        return context
+
     def form_valid(self, form):
         response = super().form_valid(form)
         audit.record(form.get_user(), AuditAction.SIGN_IN, detail=_where(self.request),
