@@ -5,6 +5,7 @@ stops them all on Ctrl-C (or when one of them dies, so a broken set-up is never 
 """
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -131,11 +132,17 @@ def _worker_consumes() -> bool:
         conn = amqp.connect(url.replace(";", ","), "dlq-up")
     except (ConnectionError, ValueError, *amqp.AllErrors):
         return False
+    # Until the worker declares its queue the passive declare fails, and pika says so at
+    # WARNING on each try: expected here, so not on the operator's screen.
+    pika_channel = logging.getLogger("pika.channel")
+    level = pika_channel.level
+    pika_channel.setLevel(logging.ERROR)
     try:
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
         return conn.channel().queue_declare(queue, passive=True).method.consumer_count > 0
     except amqp.AllErrors:  # not declared yet: the worker has not started consuming
         return False
     finally:
+        pika_channel.setLevel(level)
         with contextlib.suppress(*amqp.AllErrors):
             conn.close()
