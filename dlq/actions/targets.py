@@ -43,6 +43,7 @@ def save(actor, reason: str, queue_pattern: str, exchange: str, routing_key: str
             else:
                 target = _locked(target_id)
                 before = _audited(target)
+            _unique(fields["queue_pattern"], target_id)
             for name, value in fields.items():
                 setattr(target, name, value)
             target.save()
@@ -88,6 +89,21 @@ def _checked(queue_pattern: str, exchange: str, routing_key: str) -> dict:
     if errors:
         raise ActionError(errors)
     return values
+
+
+def _unique(queue_pattern: str, target_id: int | None) -> None:
+    """One target per pattern, however it is spelled: `orders.*` and `%2F/orders.*` name
+    the same queues when `/` is the default vhost, and the second would never be used."""
+    default = amqp.vhost_of(settings.DLQ_BROKER_URL)
+    wanted = names.parse(queue_pattern, default)
+    for other in ReplayOverride.objects.exclude(pk=target_id).select_for_update():
+        try:
+            same = names.parse(other.queue_pattern, default) == wanted
+        except names.PatternError:
+            continue
+        if same:
+            taken = f"target {other.pk} already has this pattern, written {other.queue_pattern!r}"
+            raise ActionError({"queue_pattern": [taken]})
 
 
 def _pattern_problem(queue_pattern: str) -> str:

@@ -85,6 +85,22 @@ def test_a_duplicate_pattern_is_refused():
     assert again.status_code == 400 and "queue_pattern" in again.json()["errors"]
 
 
+def test_one_pattern_spelled_two_ways_is_one_target():
+    admin = api("admin")
+    first = admin.post("/api/v1/replay-targets", TARGET, content_type="application/json")
+    assert first.status_code in (200, 201)
+    spelled = {**TARGET, "queue_pattern": "%2F/symfony.*"}  # vhost / is the default vhost
+    again = admin.post("/api/v1/replay-targets", spelled, content_type="application/json")
+    assert again.status_code == 400
+    assert (
+        "already has this pattern, written 'symfony.*'"
+        in again.json()["errors"]["queue_pattern"][0]
+    )
+    other_vhost = {**TARGET, "queue_pattern": "billing/symfony.*"}
+    assert admin.post("/api/v1/replay-targets", other_vhost,
+                      content_type="application/json").status_code in (200, 201)  # fmt: skip
+
+
 def test_the_page_shows_targets_and_admins_change_them():
     admin, viewer = client_for(make_user("admin")), client_for(make_user("viewer"))
     data = {f"new-{k}": v for k, v in TARGET.items()}
