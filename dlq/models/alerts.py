@@ -108,7 +108,8 @@ class AlertRule(models.Model):
 class Mute(models.Model):
     """Silence a queue (name or glob), a failure group, or a group in a queue, until a time."""
 
-    queue = models.CharField(max_length=255, blank=True, default="")
+    # VHOST/QUEUE: a vhost and a queue name of 255 bytes each, a vhost's slashes as %2F.
+    queue = models.CharField(max_length=1000, blank=True, default="")
     group = models.CharField(max_length=16, blank=True, default="")
     until = models.DateTimeField()
     reason = models.TextField(blank=True, default="")

@@ -59,3 +59,11 @@ def test_adding_and_removing_a_mute_is_audited(operator):
     assert f'"mute_id": {made.pk}' in removed.detail
     assert not Mute.objects.exists()
     assert post(operator, f"/alerts/mutes/{made.pk}/delete/").status_code == 404
+
+
+def test_a_long_vhost_and_queue_pattern_can_be_muted(operator):
+    pattern = f"{'v' * 255}/{'q' * 250}*"
+    until = local(timezone.now() + timedelta(hours=2))
+    added = post(operator, "/alerts/mutes/add/", {"queue": pattern, "until": until,
+                                                  "reason": "a service's long names"})  # fmt: skip
+    assert added.status_code == 302 and Mute.objects.get().queue == pattern
