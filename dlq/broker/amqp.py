@@ -3,6 +3,7 @@ publishing with confirms. AMQP values are read and written by dlq/broker/codec.p
 pika uses for every content header through `TypedProperties`.
 """
 
+import select
 import time
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -168,6 +169,29 @@ def ack_with_note(channel, last_tag: int, queue: str, note: bytes, properties) -
     impl = channel._impl
     impl.basic_ack(last_tag, multiple=True)
     impl.basic_publish("", queue, note, properties)
+
+
+def wait_for_io(conn, timeout: float) -> bool:
+    """Wait (the GIL released) until a BlockingConnection has something to do: data from
+    the broker, a callback from another thread (add_callback_threadsafe), or frames still to
+    send; at most `timeout` seconds (0: only look). Whether it has; its next
+    `process_data_events(time_limit=0)` does it.
+
+    Many vhosts' drainers wait here in their own threads and take turns processing
+    (dlq/drain/baton.py). Reaches into pika's SelectConnection for its socket and its
+    wake-up socket; on anything unexpected it returns at once, and the caller's
+    process_data_events reports what is wrong."""
+    try:
+        impl = conn._impl
+        sock = impl._transport._sock
+        wake = impl.ioloop._poller._r_interrupt
+        sending = bool(impl._transport._tx_buffers)
+        if hasattr(sock, "pending") and sock.pending():
+            return True  # TLS: decrypted bytes already read off the socket, which select misses
+        readable, writable, _ = select.select([sock, wake], [sock] if sending else [], [], timeout)
+    except (AttributeError, OSError, ValueError):
+        return True
+    return bool(readable or writable)
 
 
 # --- publishing with confirms -----------------------------------------------------------

@@ -52,6 +52,7 @@ class Drainer:
         flush_ms=None,
         vhost=None,
         writer=None,
+        baton=None,
     ):
         """`patterns`: queue names or globs in `vhost` (default: the broker URL's vhost).
         A whole estate, `VHOST/QUEUE` patterns, is dlq/drain/estate.py's: one per vhost."""
@@ -89,6 +90,7 @@ class Drainer:
             queue_count=lambda: len(self.consumers),
         )
         self.work = self.writer.work
+        self.baton = baton  # shared with the other vhosts' drainers (dlq/drain/baton.py)
         self.last_activity = time.monotonic()
         self.next_resolve = 0.0
 
@@ -204,7 +206,7 @@ class Drainer:
         """Pump the I/O loop; True once a --once drain has found the queues empty."""
         tick = min(self.flush_s / 2, 0.05)
         while not self.stopping.is_set():
-            self.conn.process_data_events(time_limit=tick)
+            self._pump(tick)
             now = time.monotonic()
             if self.gathered.due(now, self.flush_s) and self._writer_free(now):
                 self._flush()
@@ -216,6 +218,17 @@ class Drainer:
                     return True
                 self.last_activity = now  # quiet, yet messages wait: the broker is slow
         return False
+
+    def _pump(self, tick: float) -> None:
+        """Process what the broker sent, waiting up to `tick` for it; taking turns with the
+        other vhosts' drainers when there are any."""
+        baton = self.baton
+        if baton is None or not baton.shared:
+            self.conn.process_data_events(time_limit=tick)
+            return
+        amqp.wait_for_io(self.conn, tick)
+        with baton.turn():  # one read (up to 64 KiB) a turn measured best
+            self.conn.process_data_events(time_limit=0)
 
     def _nothing_delivered(self) -> bool:
         """The broker counts only ready messages: those it delivered before it answered are

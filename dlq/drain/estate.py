@@ -21,6 +21,7 @@ import threading
 from django.conf import settings
 
 from dlq.broker import amqp, mgmt, names
+from dlq.drain.baton import Baton
 from dlq.drain.drainer import Drainer
 from dlq.drain.writer import Writer
 
@@ -42,6 +43,7 @@ class Estate:
         self.codes: dict[str, int] = {}
         self.known_vhosts: list[str] | None = None  # as last listed by the management API
         self.tune_threads = tune_threads or (lambda vhosts: None)
+        self.baton = Baton()
         self.writer = Writer(
             queuelib.Queue(),
             f"dlq-drain {socket.gethostname()} pid {os.getpid()}",
@@ -106,6 +108,7 @@ class Estate:
         for vhost in [v for v in self.drainers if v not in wanted]:
             log.info("vhost is gone, no longer drained", extra={"vhost": vhost})
             self._stop(vhost)
+        self.baton.shared = len(self.drainers) > 1
         self.tune_threads(len(self.drainers))
 
     def _start(self, vhost: str) -> None:
@@ -115,6 +118,7 @@ class Estate:
             broker_url=self.url,
             vhost=vhost,
             writer=self.writer,
+            baton=self.baton,
             **self.tuning,
         )
         thread = threading.Thread(

@@ -18,9 +18,9 @@ def tune_threads(vhosts: int) -> None:
     With one vhost, the writer thread waits for the database with the GIL released, then
     for the GIL, which the busy I/O thread yields only every switch interval (5 ms by
     default): a batch's few round trips cost more in those waits than on the wire, so the
-    interval is short. With many vhosts as many busy I/O threads hand the GIL round at that
-    pace, and the hand-overs cost more than the writer's waits (0.63-0.83 of the one-vhost
-    rate at 0.5 ms, 0.87 at 5 ms, 20 vhosts).
+    interval is short. With many vhosts the I/O threads take turns (dlq/drain/baton.py),
+    and 5 ms measured better than 0.5 ms (0.84-0.99 of the one-vhost rate against
+    0.70-0.84, 20 vhosts); before the turns, 20 threads handing the GIL round did too.
     """
     sys.setswitchinterval(SWITCH_ONE_VHOST_S if vhosts <= 1 else SWITCH_MANY_VHOSTS_S)
 
