@@ -2,6 +2,7 @@
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
@@ -30,6 +31,9 @@ def set_up() -> list[str]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if not settings.DLQ_LOCAL_LOGIN:  # a password nobody could use is no first admin
+        return ["Local passwords are off (DLQ_LOCAL_LOGIN=false): sign in through your identity"
+                " provider or sign-in proxy; roles come from your groups"]  # fmt: skip
     password = ensure_admin()
     if not password:
         return []
