@@ -135,8 +135,13 @@ def patterns_of(items: list[str], default: str | None = None) -> list[names.Queu
         try:
             parsed.append(names.parse(item, default))
         except names.PatternError:
-            log.warning("alert pattern ignored", extra={"pattern": item})
+            if item not in _ignored:  # once a process, not once a rule an evaluation
+                _ignored.add(item)
+                log.warning("alert pattern ignored", extra={"pattern": item})
     return parsed
+
+
+_ignored: set[str] = set()  # patterns saved rows hold: few, and fixed only by an admin
 
 
 def pattern_errors(items: list[str]) -> list[str]:

@@ -148,6 +148,13 @@ def test_a_junk_pattern_saved_earlier_mutes_nothing(endpoint):
     assert [(q["queue"], q["count"]) for q in webhook_queues(endpoint)] == [("orders.dlq", 2)]
 
 
+def test_a_junk_pattern_is_logged_once_not_at_every_evaluation(caplog):
+    junk = f"%z{timezone.now().timestamp()}/*"  # one this process has not met yet
+    for _ in range(3):
+        assert engine.patterns_of([junk, "orders.*"])[0].queue == "orders.*"
+    assert caplog.text.count("alert pattern ignored") == 1
+
+
 def test_alert_texts_name_the_vhost_unless_it_is_the_root(endpoint):
     rule_for("*/*")
     for kind in ("slack", "telegram"):
