@@ -40,6 +40,8 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import cpu as cpu_use  # bench/cpu.py
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BROKER = "amqp://guest:guest@localhost:5672/%2F"
 DEFAULT_MANAGEMENT = "http://guest:guest@localhost:15672"
@@ -225,25 +227,17 @@ def run_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
 
 
 def measured_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
-    busy = _machine_busy()
+    busy = cpu_use.machine_busy()
     result = run_ceiling(targets, n)
-    result["machine_cpu"] = _machine_busy() - busy
+    result["machine_cpu"] = cpu_use.machine_busy() - busy
     return result
-
-
-def _machine_busy() -> float:
-    """CPU seconds the whole machine has spent busy (all cores), from /proc/stat."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def run_drainers(count: int, queue: str, db_url: str, broker_url: str) -> dict:
     """Start `count` drainers on the queue: wall time, each one's peak RSS (KiB) and CPU."""
     with contextlib.ExitStack() as stack:
         logs = [stack.enter_context(tempfile.TemporaryFile()) for _ in range(count)]
-        started, busy = time.perf_counter(), _machine_busy()
+        started, busy = time.perf_counter(), cpu_use.machine_busy()
         procs = [
             subprocess.Popen(
                 [sys.executable, "manage.py", "drain", "--once", "--queues", queue],
@@ -271,7 +265,7 @@ def run_drainers(count: int, queue: str, db_url: str, broker_url: str) -> dict:
                 if p.returncode is None:
                     p.terminate()
                     p.wait()
-        wall, busy = time.perf_counter() - started, _machine_busy() - busy
+        wall, busy = time.perf_counter() - started, cpu_use.machine_busy() - busy
         for p, log in zip(procs, logs, strict=True):
             if p.returncode != 0:
                 log.seek(0)

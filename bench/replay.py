@@ -35,6 +35,12 @@
    finished_at to the poll that saw `done`. The POST round trip (to the 202) is printed
    beside them: the worker may start before the 202 arrives.
 
+5. Where the CPU went (bench/cpu.py): each phase's CPU seconds of every process on the
+   machine, by role (RabbitMQ, PostgreSQL, the pika child, the console's worker and web
+   server), per message. The broker, the database and the console share this machine's
+   cores, so when both sides keep every core busy the rates' ratio is bounded by the ratio
+   of the machine's busy CPU per message ("CPU ratio", ceiling / product).
+
 Both publish into the same durable queue, purged in between; the queue (and the Celery
 queue) are deleted at the end, and the server and worker stopped, whatever happens.
 
@@ -64,6 +70,8 @@ import uuid
 from collections import deque
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+import cpu  # bench/cpu.py
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BROKER = "amqp://guest:guest@localhost:5672/%2F"
@@ -611,6 +619,23 @@ def print_breakdown(t: dict, n: int, top: float) -> None:
           f" came {abs(t['answered_after_start']):.3f} s {when} started_at)")  # fmt: skip
 
 
+CPU_ROLES = (("broker", "RabbitMQ"), ("postgresql", "PostgreSQL"), ("waited", "pika client"),
+             ("worker", "console worker"), ("web", "web server"), ("bench", "this script"),
+             ("other", "anything else"))  # fmt: skip
+
+
+def print_cpu(ceiling: dict, product: dict, n: int) -> None:
+    """CPU per message by process, both sides: on two shared cores the ratio of the
+    machine's busy time per message bounds the ratio of the rates."""
+    c, p = cpu.per_message(ceiling, n), cpu.per_message(product, n)
+    print("  CPU per message (µs), all processes of the machine:   ceiling   product")
+    for role, label in CPU_ROLES:
+        if c.get(role, 0) >= 0.5 or p.get(role, 0) >= 0.5:
+            print(f"    {label:<50}{c.get(role, 0):>8.0f}{p.get(role, 0):>10.0f}")
+    print(f"    {'the machine, busy':<50}{c['machine']:>8.0f}{p['machine']:>10.0f}"
+          f"   (ceiling / product: {c['machine'] / p['machine']:.2f})")  # fmt: skip
+
+
 def print_profile(path: Path, worker: Child) -> None:
     deadline = time.monotonic() + 30
     while not path.exists():
@@ -687,7 +712,10 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
             analyze()
             channel.queue_purge(work)
             print(f"run {run}: ceiling (plain pika, window {WINDOW}, no console code)", flush=True)
+            meter = cpu.Meter()
+            meter.start()
             top = run_ceiling(args.broker_url, work, args.n, args.size)
+            ceiling_cpu = meter.stop()
             depth = channel.queue_declare(work, passive=True).method.message_count
             if depth != args.n:
                 raise SystemExit(f"ceiling: the work queue holds {depth:,}, expected {args.n:,}")
@@ -695,7 +723,10 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
             print(f"  {top:,.0f} msg/s", flush=True)
 
             print(f"run {run}: POST /api/v1/jobs, the worker runs it", flush=True)
+            meter = cpu.Meter({server.proc.pid: "web", worker.proc.pid: "worker"})
+            meter.start()
             times = product_run(api, park, args.n, worker)
+            product_cpu = meter.stop()
             check_job(times["id"], args.n)
             depth = channel.queue_declare(work, passive=True).method.message_count
             if depth != args.n:
@@ -705,9 +736,11 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
             rate = args.n / t["total"]
             print(f"  {rate:,.0f} msg/s ({rate / top:.2f} of the ceiling)", flush=True)
             print_breakdown(t, args.n, top)
+            print_cpu(ceiling_cpu, product_cpu, args.n)
             if profile_dir:
                 print_profile(profile_dir / f"job-{times['id']}.json", worker)
-            results.append({"ceiling": top, "product": rate, **t})
+            cpu_ratio = ceiling_cpu["machine"] / product_cpu["machine"]
+            results.append({"ceiling": top, "product": rate, **t, "cpu_ratio": cpu_ratio})
     finally:
         for child in reversed(children):
             child.stop()
@@ -782,22 +815,25 @@ def main() -> None:
           f"{' (patched: --sql/--batch)' if args.sql or args.batch else ''}")  # fmt: skip
     print("product: POST /api/v1/jobs sent -> job seen done; ceiling: confirm channel ready ->"
           " last confirm; POST: sent -> 202; freeze: created_at -> audit row; pickup: audit"
-          " row -> started_at; run: started_at -> finished_at")  # fmt: skip
+          " row -> started_at; run: started_at -> finished_at; CPU ratio: the machine's busy"
+          " CPU per message, ceiling / product")  # fmt: skip
     print(f"{'run':<8}{'ceiling msg/s':>14}{'product msg/s':>15}{'ratio':>7}{'POST s':>8}"
-          f"{'freeze s':>10}{'pickup s':>10}{'run s':>8}{'total s':>9}")  # fmt: skip
+          f"{'freeze s':>10}{'pickup s':>10}{'run s':>8}{'total s':>9}"
+          f"{'CPU ratio':>11}")  # fmt: skip
 
     def row(label: str, r: dict) -> None:
         print(
             f"{label:<8}{r['ceiling']:>14,.0f}{r['product']:>15,.0f}{r['ratio']:>7.2f}"
             f"{r['post']:>8.2f}{r['freeze']:>10.2f}{r['pickup']:>10.3f}{r['run']:>8.2f}"
-            f"{r['total']:>9.2f}"
+            f"{r['total']:>9.2f}{r['cpu_ratio']:>11.2f}"
         )
 
     for r in results:
         r["ratio"] = r["product"] / r["ceiling"]
     for run, r in enumerate(results, 1):
         row(str(run), r)
-    columns = ("ceiling", "product", "ratio", "post", "freeze", "pickup", "run", "total")
+    columns = ("ceiling", "product", "ratio", "post", "freeze", "pickup", "run", "total",
+               "cpu_ratio")  # fmt: skip
     median = {k: statistics.median(r[k] for r in results) for k in columns}
     if len(results) > 1:
         row("median", median)

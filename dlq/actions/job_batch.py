@@ -104,7 +104,7 @@ def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
     that locked them, see claim_next), each for its own vhost's publisher."""
     batch = Batch(items)
     target, overrides = job.target, job.__dict__.get("overrides")
-    claimed, released = [], []
+    claimed, released, new_ids = [], [], False
     for item in items:
         message = item.message
         status = message.status
@@ -112,7 +112,8 @@ def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
         if not (status == Status.PARKED or resuming):
             batch.failures[item.pk] = ("skipped", "")
             continue
-        replay_id = item.replay_id if resuming else uuid.uuid4().hex
+        # Drawn at the freeze (jobs.NEW_REPLAY_ID); here for jobs frozen without one.
+        replay_id = item.replay_id or uuid.uuid4().hex
         try:
             route = replay.resolve(message, target, overrides)
             out = replay.build(message, route, replay_id, *limits(message.vhost))
@@ -124,31 +125,42 @@ def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
         batch.outgoing.append(out)
         batch.vhosts[replay_id] = message.vhost
         batch.routes[item.pk] = route
+        drawn = replay_id != item.replay_id
         item.replay_id, item.state = replay_id, ItemState.PUBLISHING
         if not resuming:
             claimed.append(message.pk)
-    _mark_publishing(claimed, [i for i in items if i.pk in batch.routes])
+            new_ids = new_ids or drawn
+    _mark_publishing(claimed, [i for i in items if i.pk in batch.routes], new_ids)
     Message.objects.filter(pk__in=released, status=Status.REPLAYING).update(status=Status.PARKED)
     return batch
 
 
-def _mark_publishing(message_ids: list[int], items: list[ClaimedItem]) -> None:
-    """Messages `replaying`, items `publishing` with their replay ids. One statement on
-    PostgreSQL (bulk_update's CASE WHEN over 1000 rows took seconds per batch)."""
+def _mark_publishing(message_ids: list[int], items: list[ClaimedItem], new_ids: bool) -> None:
+    """Messages `replaying`, items `publishing` (with the replay ids drawn by the claim, when
+    `new_ids`). One statement on PostgreSQL (bulk_update's CASE WHEN over 1000 rows took
+    seconds per batch)."""
     if not items:
         return
     q = connection.ops.quote_name
     message, item = q(Message._meta.db_table), q(JobItem._meta.db_table)
-    publishing = ItemState.PUBLISHING.value
+    publishing, pks = ItemState.PUBLISHING.value, [i.pk for i in items]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            items_sql, params = (
+                f"UPDATE {item} SET state = %s WHERE id = ANY(%s::bigint[])",
+                [publishing, array(pks)],
+            )
+            if new_ids:
+                items_sql = (
+                    f"UPDATE {item} AS i SET state = %s, replay_id = v.rid FROM"
+                    " unnest(%s::bigint[], %s::text[]) AS v(id, rid) WHERE i.id = v.id"
+                )
+                params.append(array([i.replay_id for i in items]))
             cursor.execute(
                 f"WITH m AS (UPDATE {message} SET status = %s WHERE id = ANY(%s::bigint[]))"
-                f" UPDATE {item} AS i SET state = %s, replay_id = v.rid"
-                " FROM unnest(%s::bigint[], %s::text[]) AS v(id, rid) WHERE i.id = v.id",
-                [Status.REPLAYING.value, message_ids, publishing,
-                 [i.pk for i in items], [i.replay_id for i in items]],
-            )  # fmt: skip
+                f" {items_sql}",
+                [Status.REPLAYING.value, array(message_ids), *params],
+            )
             return
         Message.objects.filter(pk__in=message_ids).update(status=Status.REPLAYING)
         cursor.executemany(
@@ -196,29 +208,55 @@ def _settle_rows_pg(job, batch, items, answered, confirmed, unconfirmed, now) ->
     """The settle's writes in one statement (data-modifying CTEs; one round trip): the
     messages' statuses, the items' states and outcomes, the Replay rows."""
     q = connection.ops.quote_name
-    message, item = q(Message._meta.db_table), q(JobItem._meta.db_table)
+    message = q(Message._meta.db_table)
     published = [i for i in items if i.pk in batch.routes]
     replays, params = _replay_rows(job, batch, published, answered, now)
+    items_sql, items_params = _items_settled_sql(items, answered)
     sql = (
         f"WITH ok AS (UPDATE {message} SET status = %s, replay_count = replay_count + 1"
         " WHERE id = ANY(%s::bigint[]) AND status = %s),"
         f" back AS (UPDATE {message} SET status = %s WHERE id = ANY(%s::bigint[])"
-        " AND status = %s),"
-        f" items AS (UPDATE {item} AS i SET state = v.s, outcome = v.o, detail = v.d FROM"
-        " unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS v(id, s, o, d)"
-        " WHERE i.id = v.id)"
-        f" {replays}"
+        f" AND status = %s), {items_sql} {replays}"
     )
     with connection.cursor() as cursor:
         cursor.execute(
             sql,
             [
-                Status.REPLAYED.value, [i.message_id for i in confirmed], Status.REPLAYING.value,
-                Status.PARKED.value, [i.message_id for i in unconfirmed], Status.REPLAYING.value,
-                [i.pk for i in items], [item_state(i.outcome) for i in items],
-                [i.outcome for i in items], [answered[i.pk][1] for i in items], *params,
+                Status.REPLAYED.value, array(i.message_id for i in confirmed),
+                Status.REPLAYING.value, Status.PARKED.value,
+                array(i.message_id for i in unconfirmed), Status.REPLAYING.value,
+                *items_params, *params,
             ],
         )  # fmt: skip
+
+
+GROUPED_UPDATES = 4  # more kinds of outcome in a batch than this: one UPDATE over arrays
+
+
+def _items_settled_sql(items, answered) -> tuple[str, list]:
+    """CTEs setting the items' states, outcomes and details. A batch mostly has one or two
+    kinds (all confirmed): one UPDATE over an id array per kind is cheaper, on both sides of
+    the wire, than one over four arrays with a value per item."""
+    table = connection.ops.quote_name(JobItem._meta.db_table)
+    kinds: dict[tuple, list[int]] = {}
+    for i in items:
+        kinds.setdefault((item_state(i.outcome), i.outcome, answered[i.pk][1]), []).append(i.pk)
+    if len(kinds) > GROUPED_UPDATES:
+        return (
+            f"items AS (UPDATE {table} AS i SET state = v.s, outcome = v.o, detail = v.d FROM"
+            " unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS v(id, s, o, d)"
+            " WHERE i.id = v.id)",
+            [array(i.pk for i in items), [item_state(i.outcome) for i in items],
+             [i.outcome for i in items], [answered[i.pk][1] for i in items]],
+        )  # fmt: skip
+    ctes, params = [], []
+    for n, ((state, outcome, detail), pks) in enumerate(kinds.items()):
+        ctes.append(
+            f"items{n} AS (UPDATE {table} SET state = %s, outcome = %s, detail = %s"
+            " WHERE id = ANY(%s::bigint[]))"
+        )
+        params += [state, outcome, detail, array(pks)]
+    return ", ".join(ctes) or "items AS (SELECT 1)", params
 
 
 REPLAY_COLUMNS = ("message_id", "replay_id", "exchange", "routing_key", "outcome", "detail",
@@ -246,6 +284,7 @@ def _replay_rows(job: Job, batch: Batch, items: list, answered: dict, now) -> tu
     table = connection.ops.quote_name(Replay._meta.db_table)
     names = ", ".join(connection.ops.quote_name(c) for c in REPLAY_COLUMNS)
     columns, target = _replay_columns(batch, items, answered)
+    columns[:2] = array(columns[0]), array(columns[1])  # ids and hex replay ids
     sql = (
         f"INSERT INTO {table} ({names}) SELECT m, r, e, k, o, d, %s, %s, %s, %s, %s FROM"
         " unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
@@ -264,6 +303,13 @@ def _insert_replays(job: Job, batch: Batch, items: list, answered: dict, now) ->
                                            batch.claimed_at, now), strict=True)))
         for row in zip(*columns, strict=True)
     )  # fmt: skip
+
+
+def array(values) -> str:
+    """A PostgreSQL array literal of whole numbers or hex replay ids: neither ever needs
+    quoting, and Django's client-side binding quotes a list element by element (most of a
+    settle's time in Python)."""
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def batch_size(job: Job) -> int:

@@ -90,13 +90,24 @@ def _add_items(job: Job, selection) -> int:
     (fetching the ids and inserting them back took most of a second at 20,000)."""
     q = connection.ops.quote_name
     sql, params = selection.order_by().values("id").query.sql_with_params()
+    replay_id = NEW_REPLAY_ID.get(connection.vendor, "''") if job.action == "replay" else "''"
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {q(JobItem._meta.db_table)} (job_id, message_id, state, outcome,"
-            f" replay_id, detail) SELECT %s, s.id, %s, '', '', '' FROM ({sql}) s ORDER BY s.id",
+            f" replay_id, detail) SELECT %s, s.id, %s, '', {replay_id}, '' FROM ({sql}) s"
+            " ORDER BY s.id",
             [job.pk, ItemState.PENDING.value, *params],
         )
         return max(cursor.rowcount, 0)
+
+
+# Each item's replay id, drawn when the selection is frozen (32 random hex digits, like
+# uuid4().hex), so claiming a batch writes only the items' state (job_batch.py). Elsewhere
+# the claim draws them.
+NEW_REPLAY_ID = {
+    "postgresql": "replace(gen_random_uuid()::text, '-', '')",
+    "sqlite": "lower(hex(randomblob(16)))",
+}
 
 
 def _job_detail(job: Job, ids) -> dict:

@@ -44,9 +44,25 @@ spec.props[spec.BasicProperties.INDEX] = TypedProperties
 _io_services._AsyncTransportBase._MAX_RECV_BYTES = 64 * 1024
 
 
-def make_properties(properties: dict, headers: dict | None) -> TypedProperties:
+class OutgoingProperties(TypedProperties):
+    """The properties of a message built to be published: encoded once, when first asked
+    (a replay checks the encoded size against frame_max, then pika encodes it again to
+    send), so they must not be changed after that. The encoding lives in a slot, out of
+    __dict__, which pika's __eq__ and __repr__ read."""
+
+    __slots__ = ("_encoded",)
+
+    def encode(self):
+        try:
+            encoded = self._encoded
+        except AttributeError:
+            encoded = self._encoded = encode_properties(self)
+        return list(encoded)  # a copy: pika's Header.marshal inserts into the list
+
+
+def make_properties(properties: dict, headers: dict | None) -> OutgoingProperties:
     check_property_names(properties)
-    return TypedProperties(headers=headers, **properties)
+    return OutgoingProperties(headers=headers, **properties)
 
 
 def header_frame_size(props: TypedProperties) -> int:

@@ -44,9 +44,10 @@ class DrainCounter(models.Model):
 
 
 class StatusChange(models.Model):
-    """When a message last changed status. Written by a database trigger (migration 0020),
-    so every code path (actions, bulk jobs, plain UPDATEs) keeps it right; retention
-    counts its days from here, not from the arrival."""
+    """When a message last became replayed or discarded. Written by a database trigger
+    (migrations 0013 and 0025), so every code path (actions, bulk jobs, plain UPDATEs)
+    keeps it right; retention counts its days from here, not from the arrival, and only
+    while `status` matches the message's."""
 
     message = models.OneToOneField(
         "dlq.Message", primary_key=True, on_delete=models.CASCADE, related_name="status_change"
