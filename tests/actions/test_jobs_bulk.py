@@ -166,6 +166,36 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     )
 
 
+def test_it_draws_each_replay_id_when_the_selection_is_frozen(channel, top):
+    """A replay job's items get their ids with the freeze, and the Replay rows (and the
+    published messages' dlq-replay-id) are those ids."""
+    work, park, job = _replay_job(top, 5, reason="ids")
+    drawn = dict(JobItem.objects.filter(job=job).values_list("message_id", "replay_id"))
+    assert len(set(drawn.values())) == 5
+    assert all(len(rid) == 32 and int(rid, 16) >= 0 for rid in drawn.values())
+
+    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert dict(Replay.objects.filter(job=job).values_list("message_id", "replay_id")) == drawn
+    wait_depth(channel, work, 5)
+    sent = set()
+    for _ in range(5):
+        _method, props, _body = channel.basic_get(work, auto_ack=True)
+        sent.add(props.headers["dlq-replay-id"]["value"])
+    assert sent == set(drawn.values())
+
+
+def test_it_replays_a_job_frozen_before_replay_ids_were_drawn_at_the_freeze(channel, top):
+    """Jobs created by 0.7 and before have items without replay ids: the claim draws them."""
+    work, park, job = _replay_job(top, 3, reason="old job")
+    JobItem.objects.filter(job=job).update(replay_id="")
+    assert job_run.run_job(job.pk) == JobStatus.DONE
+    confirmed = Replay.objects.filter(job=job, outcome="confirmed")
+    rids = list(confirmed.values_list("replay_id", flat=True))
+    assert len(set(rids)) == 3 and all(len(r) == 32 for r in rids)
+    assert set(JobItem.objects.filter(job=job).values_list("replay_id", flat=True)) == set(rids)
+    assert _statuses(park) == {Status.REPLAYED: 3}
+
+
 def test_it_cancels_a_running_job_keeping_what_was_done(channel, top):
     total = 5000
     work, park, job = _replay_job(top, total, rate_per_s=2000, reason="slowly")

@@ -101,3 +101,27 @@ def test_beat_runs_the_purge_hourly():
     app.loader.import_default_modules()
     assert entry["task"] in app.tasks
     assert health.purge_retention() == {"messages": 0, "audit": 0}
+
+
+def test_the_trigger_records_when_a_message_became_replayed_or_discarded_and_nothing_else(unique):
+    """Retention reads only those (a recorded status that no longer matches is never
+    purged); a bulk replay's claim (`replaying`) and a failed replay (`parked`) write nothing."""
+    from dlq.models import StatusChange
+
+    message = make_message(queue=f"{unique}.dlq")
+
+    def recorded():
+        return StatusChange.objects.filter(message=message).values_list("status", flat=True).first()
+
+    Message.objects.filter(pk=message.pk).update(status=Status.REPLAYING)
+    Message.objects.filter(pk=message.pk).update(status=Status.PARKED)
+    assert recorded() is None
+    Message.objects.filter(pk=message.pk).update(status=Status.DISCARDED)
+    assert recorded() == Status.DISCARDED
+    Message.objects.filter(pk=message.pk).update(status=Status.PARKED)  # restored
+    assert recorded() == Status.DISCARDED  # no longer matches: never purged while parked
+    assert retention.purge_messages(days_later(1000), days=1) == 0
+    Message.objects.filter(pk=message.pk).update(status=Status.REPLAYING)
+    Message.objects.filter(pk=message.pk).update(status=Status.REPLAYED)
+    assert recorded() == Status.REPLAYED
+    assert retention.purge_messages(days_later(1000), days=1) == 1
