@@ -227,17 +227,24 @@ def run_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
 
 
 def measured_ceiling(targets: list[tuple[str, str]], n: int) -> dict:
-    busy = cpu_use.machine_busy()
+    meter = cpu_use.Meter()
+    meter.start()
     result = run_ceiling(targets, n)
-    result["machine_cpu"] = cpu_use.machine_busy() - busy
-    return result
+    return {**result, **_spent(meter.stop())}
+
+
+def _spent(spent: dict) -> dict:
+    """The machine's busy CPU seconds, and the broker's and the database's share of them."""
+    return {"machine_cpu": spent["machine"], "broker_cpu": spent.get("broker", 0.0),
+            "db_cpu": spent.get("postgresql", 0.0)}  # fmt: skip
 
 
 def run_drainers(count: int, queue: str, db_url: str, broker_url: str) -> dict:
     """Start `count` drainers on the queue: wall time, each one's peak RSS (KiB) and CPU."""
     with contextlib.ExitStack() as stack:
         logs = [stack.enter_context(tempfile.TemporaryFile()) for _ in range(count)]
-        started, busy = time.perf_counter(), cpu_use.machine_busy()
+        started, meter = time.perf_counter(), cpu_use.Meter()
+        meter.start()
         procs = [
             subprocess.Popen(
                 [sys.executable, "manage.py", "drain", "--once", "--queues", queue],
@@ -265,13 +272,13 @@ def run_drainers(count: int, queue: str, db_url: str, broker_url: str) -> dict:
                 if p.returncode is None:
                     p.terminate()
                     p.wait()
-        wall, busy = time.perf_counter() - started, cpu_use.machine_busy() - busy
+        wall, spent = time.perf_counter() - started, _spent(meter.stop())
         for p, log in zip(procs, logs, strict=True):
             if p.returncode != 0:
                 log.seek(0)
                 sys.stderr.write(log.read().decode(errors="replace")[-4000:])
                 raise SystemExit(f"a drainer exited with {p.returncode}")
-    return {"wall": wall, "peaks_kib": peaks, "cpu": cpu, "machine_cpu": busy}
+    return {"wall": wall, "peaks_kib": peaks, "cpu": cpu, **spent}
 
 
 def stored_rate(db_url: str, n: int) -> dict:
@@ -462,7 +469,8 @@ def main() -> None:
         cpu = " + ".join(map(per_msg, result["cpu"]))
         print(
             f"{name:<18}{rate:>9,.0f}{ratio:>10}{result['wall']:>8.1f}{rss:>14}"
-            f"{cpu:>14}{per_msg(result['machine_cpu']):>14}"
+            f"{cpu:>14}{per_msg(result['broker_cpu']):>10}{per_msg(result['db_cpu']):>8}"
+            f"{per_msg(result['machine_cpu']):>14}"
         )
 
     mib = lambda kib: f"{kib / 1024:.0f}"  # noqa: E731
@@ -477,13 +485,13 @@ def main() -> None:
     print(f"ceiling: plain pika, prefetch {PREFETCH}, basic_ack(multiple=True) every {ACK_EVERY}")
     print(
         "msg/s: first to last delivery (ceiling), first to last stored batch (drainers);"
-        " CPU us/msg: the process(es), whole run incl. start-up, and the whole machine"
-        " (all cores, other users included) during it"
+        " CPU us/msg: the process(es), whole run incl. start-up, RabbitMQ's, PostgreSQL's"
+        " (bench/cpu.py), and the whole machine (all cores, other users included) during it"
     )
     print()
     print(
         f"{'':<18}{'msg/s':>9}{'x ceil':>10}{'wall s':>8}{'peak RSS MiB':>14}"
-        f"{'proc CPU us':>14}{'machine us':>14}"
+        f"{'proc CPU us':>14}{'broker':>10}{'db':>8}{'machine us':>14}"
     )
     line("raw pika ceiling", ceiling, "-")
     line("1 drainer", one, mib(one["peaks_kib"][0]))
