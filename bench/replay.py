@@ -9,10 +9,14 @@
    `celery -A console worker -l info -c 2`, on a Celery queue of the benchmark's own (so no
    other worker takes its tasks). A job over an empty selection is run once through both
    (the console has been up a while when a user meets it).
-2. Each run: empty tables, then N parked messages of SIZE body bytes, persistent, with a
-   real-looking `x-death` (bulk inserts through dlq/drain/store.py, exactly the rows the
-   drainer writes; dlq_message analyzed, as autovacuum would long since have done), all of
-   which died in the benchmark's own durable work queue.
+   Then stores the other messages that are there when an operator replays (--stored: the
+   issue measures at 1,000,000 in all): real drainer rows of another parking queue, copied
+   in SQL, vacuumed and analyzed.
+2. Each run: the previous run's rows deleted and vacuumed, then N parked messages of SIZE
+   body bytes, persistent, with a real-looking `x-death` (bulk inserts through
+   dlq/drain/store.py, exactly the rows the drainer writes; dlq_message analyzed, as
+   autovacuum would long since have done), all of which died in the benchmark's own durable
+   work queue.
 3. Ceiling: plain pika in a child process, no code of the console on its path. The same N
    messages (the same body bytes and properties, and the headers a replay carries:
    tenant, attempt, dlq-replay-id, dlq-replay-count, dlq-origin-id) are built before the
@@ -377,12 +381,59 @@ def seed(n: int, size: int, park: str, work: str) -> None:
     print(f"  stored {n:,} parked messages in {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def fresh_tables() -> None:
-    """Every run starts from empty tables (no dead rows left by the previous run)."""
+def fresh_tables(park: str) -> None:
+    """Every run starts with none of the previous run's rows: its messages, job, items,
+    replays and status changes deleted, and the dead rows vacuumed away. The other stored
+    messages (--stored) stay."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE dlq_message, dlq_job, dlq_pendingbatch RESTART IDENTITY CASCADE")
+        mine = "SELECT id FROM dlq_message WHERE queue = %s"
+        for table in ("dlq_jobitem", "dlq_replay", "dlq_statuschange", "dlq_searchentry"):
+            cursor.execute(f"DELETE FROM {table} WHERE message_id IN ({mine})", [park])
+        cursor.execute("DELETE FROM dlq_message WHERE queue = %s", [park])
+        cursor.execute("DELETE FROM dlq_job")
+        cursor.execute("DELETE FROM dlq_pendingbatch")
+        cursor.execute("VACUUM dlq_message")
+
+
+def seed_stored(total: int, n: int, size: int, queue: str, work: str) -> None:
+    """The messages already stored beside the job's (the issue measures at a million):
+    `total - n` parked rows in another queue, copies of real drainer rows."""
+    from django.db import connection
+
+    others = max(total - n, 0)
+    if not others:
+        return
+    print(f"storing {others:,} other messages (--stored {total:,})", flush=True)
+    started = time.perf_counter()
+    seed(min(others, SEED_CHUNK * 10), size, queue, work)
+    columns = ", ".join(
+        connection.ops.quote_name(f.column) for f in _message_fields() if f.column != "id"
+    )
+    with connection.cursor() as cursor:
+        while (have := _count(cursor, queue)) < others:
+            cursor.execute(
+                f"INSERT INTO dlq_message ({columns}) SELECT {columns} FROM dlq_message"
+                " WHERE queue = %s ORDER BY id LIMIT %s",
+                [queue, others - have],
+            )
+            print(f"  stored {_count(cursor, queue):,}", end="\r", flush=True)
+        cursor.execute("VACUUM ANALYZE dlq_message")
+    print(
+        f"  {others:,} other messages stored in {time.perf_counter() - started:.0f} s", flush=True
+    )
+
+
+def _message_fields():
+    from dlq.models import Message
+
+    return Message._meta.concrete_fields
+
+
+def _count(cursor, queue: str) -> int:
+    cursor.execute("SELECT count(*) FROM dlq_message WHERE queue = %s", [queue])
+    return cursor.fetchone()[0]
 
 
 def analyze() -> None:
@@ -704,10 +755,11 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
         wait_until(server, api.healthy, "answer on /healthz")
         wait_until(worker, lambda: " ready." in worker.output(), "ready worker")
         warm_up(api, f"{prefix}.empty")
+        seed_stored(args.stored, args.n, args.size, f"{prefix}.other", work)
 
         for run in range(1, args.runs + 1):
             print(f"run {run}: seeding", flush=True)
-            fresh_tables()
+            fresh_tables(park)
             seed(args.n, args.size, park, work)
             analyze()
             channel.queue_purge(work)
@@ -782,6 +834,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000, help="messages (20000)")
     parser.add_argument("--size", type=int, default=1024, help="body bytes (1024)")
     parser.add_argument("--runs", type=int, default=1, help="ceiling + job pairs (1)")
+    parser.add_argument("--stored", type=int, default=1_000_000,
+                        help="messages stored in all, the job's N included (1000000)")  # fmt: skip
     parser.add_argument("--batch", type=int, help="worker's job_batch.BATCH (to explore)")
     parser.add_argument(
         "--sql", action="store_true", help="time the job's steps and SQL in the worker"
@@ -810,7 +864,8 @@ def main() -> None:
 
     print()
     print(f"N = {args.n:,} messages, body {args.size} B, persistent, durable queue;"
-          f" ceiling window {WINDOW}; product window {settings.DLQ_REPLAY_WINDOW},"
+          f" {args.stored:,} stored in all; ceiling window {WINDOW};"
+          f" product window {settings.DLQ_REPLAY_WINDOW},"
           f" batch {args.batch or job_batch.BATCH}, worker -c 2"
           f"{' (patched: --sql/--batch)' if args.sql or args.batch else ''}")  # fmt: skip
     print("product: POST /api/v1/jobs sent -> job seen done; ceiling: confirm channel ready ->"
