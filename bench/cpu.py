@@ -55,7 +55,9 @@ def _role(pid: int, procs: dict, roots: dict[int, str]) -> str:
     command = procs[pid][1]
     if "beam.smp" in command or "erl_child_setup" in command or "epmd" in command:
         return "broker"
-    if command.startswith("postgres"):
+    # A backend's title ("postgres: user db ...") is set after its fork; seen earlier, it
+    # still has the server's command line (".../bin/postgres -D ...").
+    if command.split(" ", 1)[0].rsplit("/", 1)[-1].startswith("postgres"):
         return "postgresql"
     return "other"
 
