@@ -346,8 +346,9 @@ def operator_token() -> str:
     return create_token(user, "replay benchmark")
 
 
-def seed(n: int, size: int, park: str, work: str) -> None:
-    """N parked rows as the drainer stores them (a real x-death naming the work queue)."""
+def seed(n: int, size: int, park: str, work: str, body=None) -> None:
+    """N parked rows as the drainer stores them (a real x-death naming the work queue);
+    `body(i, size)` makes the i-th body (body_of)."""
     from datetime import UTC, datetime
 
     from dlq.broker import amqp, codec
@@ -372,7 +373,7 @@ def seed(n: int, size: int, park: str, work: str) -> None:
                 },  # fmt: skip
                 headers,
             )
-            delivery = Delivery(park, "/", "", work, False, props, body_of(i, size))
+            delivery = Delivery(park, "/", "", work, False, props, (body or body_of)(i, size))
             rows.append(build_row(delivery, now))
         batch = uuid.uuid4().hex
         store.store_batch(batch, "bench", rows)
@@ -408,21 +409,28 @@ def seed_stored(total: int, n: int, size: int, queue: str, work: str) -> None:
     print(f"storing {others:,} other messages (--stored {total:,})", flush=True)
     started = time.perf_counter()
     seed(min(others, SEED_CHUNK * 10), size, queue, work)
+    grow(queue, others)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE dlq_message")
+    took = time.perf_counter() - started
+    print(f"  {others:,} other messages stored in {took:.0f} s", flush=True)
+
+
+def grow(queue: str, total: int) -> None:
+    """Copy the queue's stored rows (new ids, in SQL) until it holds `total`."""
+    from django.db import connection
+
     columns = ", ".join(
         connection.ops.quote_name(f.column) for f in _message_fields() if f.column != "id"
     )
     with connection.cursor() as cursor:
-        while (have := _count(cursor, queue)) < others:
+        while (have := _count(cursor, queue)) < total:
             cursor.execute(
                 f"INSERT INTO dlq_message ({columns}) SELECT {columns} FROM dlq_message"
                 " WHERE queue = %s ORDER BY id LIMIT %s",
-                [queue, others - have],
+                [queue, total - have],
             )
             print(f"  stored {_count(cursor, queue):,}", end="\r", flush=True)
-        cursor.execute("VACUUM ANALYZE dlq_message")
-    print(
-        f"  {others:,} other messages stored in {time.perf_counter() - started:.0f} s", flush=True
-    )
 
 
 def _message_fields():
@@ -805,7 +813,7 @@ def cleanup(conn, broker_url: str, queues: list[str], exchanges: list[str]) -> N
     import pika
 
     with contextlib.suppress(Exception):
-        if conn.is_open:
+        if conn is not None and conn.is_open:
             conn.close()
     try:
         conn = pika.BlockingConnection(pika.URLParameters(broker_url.split(",")[0].strip()))
