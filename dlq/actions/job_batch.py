@@ -7,6 +7,7 @@ set-based statement over arrays. The run around them is dlq/actions/job_run.py.
 """
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,13 +41,18 @@ def claim_next(job: Job, after: int, limits) -> Batch | None:
     (dlq/actions/job_publishers.py), or raises VhostRefused.
 
     Items a dead worker left `publishing` come first (they precede the pending ones: items
-    are claimed in id order); a cancelled job still settles those, and claims nothing new."""
+    are claimed in id order); a cancelled job still settles those, and claims nothing new.
+    Once they are done, pending items are looked for from the job's first again: the dead
+    worker's batches also held items that were never `publishing` (skipped, or not
+    buildable), decided only by the settle it did not reach."""
     cancelled = cancel_requested(job)
     with transaction.atomic():
         items = []
         if job.__dict__.get("resuming", True):
             items = _items_to_claim(job, after, ItemState.PUBLISHING)
             job.resuming = bool(items)
+            if not items:
+                after = 0
         if not items and not cancelled:
             items = _items_to_claim(job, after, ItemState.PENDING)
         return _claim_batch(job, items, limits) if items else None
@@ -177,8 +183,9 @@ def settle_batch(job: Job, batch: Batch, results: dict, partial: bool = False) -
     now = datetime.now(UTC)
     answered = {}
     for item in batch.items:
-        result = batch.failures.get(item.pk) or results.get(item.replay_id)
-        if result is not None and not (partial and result[0] == Outcome.ERROR):
+        decided = batch.failures.get(item.pk)  # by the claim, whatever the broker does
+        result = decided or results.get(item.replay_id)
+        if decided or (result is not None and not (partial and result[0] == Outcome.ERROR)):
             answered[item.pk] = result
     items = [i for i in batch.items if i.pk in answered]
     for item in items:
@@ -308,8 +315,14 @@ def _insert_replays(job: Job, batch: Batch, items: list, answered: dict, now) ->
 def array(values) -> str:
     """A PostgreSQL array literal of whole numbers or hex replay ids: neither ever needs
     quoting, and Django's client-side binding quotes a list element by element (most of a
-    settle's time in Python)."""
-    return "{" + ",".join(map(str, values)) + "}"
+    settle's time in Python). Anything else is refused: in a literal it could add elements."""
+    literal = ",".join(map(str, values))
+    if not ARRAY_SAFE.fullmatch(literal):
+        raise ValueError("array() takes whole numbers and hex ids only")
+    return "{" + literal + "}"
+
+
+ARRAY_SAFE = re.compile(r"(?:-?[0-9a-f]+(?:,-?[0-9a-f]+)*)?")
 
 
 def batch_size(job: Job) -> int:

@@ -52,14 +52,5 @@ class Migration(migrations.Migration):
             name='job',
             field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='items', to='dlq.job'),
         ),
-        migrations.AlterField(
-            model_name='replay',
-            name='replay_id',
-            field=models.CharField(max_length=32),
-        ),
-        migrations.AddConstraint(
-            model_name='replay',
-            constraint=models.UniqueConstraint(fields=('replay_id',), name='replay_id_unique'),
-        ),
         migrations.RunPython(narrow, widen),
     ]

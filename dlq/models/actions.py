@@ -35,7 +35,7 @@ class Replay(models.Model):
     """One attempt to republish a message, and what the broker said."""
 
     message = models.ForeignKey("dlq.Message", on_delete=models.CASCADE, related_name="replays")
-    replay_id = models.CharField(max_length=32)
+    replay_id = models.CharField(max_length=32, unique=True)
     exchange = models.CharField(max_length=255)
     routing_key = models.CharField(max_length=255)
     target = models.CharField(max_length=16)  # original | failed_queue | custom
@@ -45,11 +45,6 @@ class Replay(models.Model):
     job = models.ForeignKey("dlq.Job", null=True, blank=True, on_delete=models.SET_NULL)
     started_at = models.DateTimeField()
     settled_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        # A constraint, not unique=True: that adds a second, LIKE-only index on PostgreSQL,
-        # one more write per replayed message that no query uses.
-        constraints = [models.UniqueConstraint(fields=["replay_id"], name="replay_id_unique")]
 
     def __str__(self):
         return f"replay {self.replay_id} of message {self.message_id}: {self.outcome or 'pending'}"

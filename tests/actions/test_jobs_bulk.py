@@ -1,5 +1,6 @@
 """Bulk jobs in-process: a frozen filter, the rate limit, progress, cancel, skipped items."""
 
+import re
 import threading
 import time
 
@@ -172,7 +173,7 @@ def test_it_draws_each_replay_id_when_the_selection_is_frozen(channel, top):
     work, park, job = _replay_job(top, 5, reason="ids")
     drawn = dict(JobItem.objects.filter(job=job).values_list("message_id", "replay_id"))
     assert len(set(drawn.values())) == 5
-    assert all(len(rid) == 32 and int(rid, 16) >= 0 for rid in drawn.values())
+    assert all(re.fullmatch("[0-9a-f]{32}", rid) for rid in drawn.values())
 
     assert job_run.run_job(job.pk) == JobStatus.DONE
     assert dict(Replay.objects.filter(job=job).values_list("message_id", "replay_id")) == drawn
@@ -267,6 +268,7 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
         job_batch.settle_batch(job, first, publisher.publish(first.outgoing))
         second = job_batch.claim_next(job, first.items[-1].pk, limits)
         publisher.publish(second.outgoing)
+        in_flight = {out.key for out in second.outgoing}  # their replay ids
     finally:
         publisher.close()
     wait_depth(channel, work, 1500)
@@ -278,10 +280,51 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (1500, 0)
-    assert Replay.objects.filter(job=job).count() == 1500  # the same replay ids were reused
+    assert Replay.objects.filter(job=job).count() == 1500
+    # The 500 in flight were published again with the replay ids of their first publish.
+    second_ids = set(
+        Replay.objects.filter(
+            job=job, message__in=[i.message_id for i in second.items]
+        ).values_list("replay_id", flat=True)
+    )
+    assert second_ids == in_flight
     ids = list(Message.objects.filter(queue=park).values_list("id", flat=True))
     # The 500 in flight, and only those, arrived twice.
     assert check_replayed(channel, work, ids, max_duplicates=500) == 500
+
+
+def test_a_resumed_job_decides_what_the_dead_worker_claimed_but_never_published(
+    settings, channel, top
+):
+    """A dead worker's batch also held items that were never `publishing` (here one whose
+    message was discarded meanwhile, so skipped): decided only at the settle it did not
+    reach. The resumed job decides them too, so every item ends with an outcome."""
+    settings.DLQ_JOB_STALE_SECONDS = 1
+    work, park, job = _replay_job(top, 1200, reason="crash")
+    items = list(JobItem.objects.filter(job=job).order_by("id"))
+    gone = items[4].message_id
+    Message.objects.filter(pk=gone).update(status=Status.DISCARDED)
+    assert job_run.claim_job(job.pk)
+    publisher = job_run._publisher()
+    try:
+        first = job_batch.claim_next(job, 0, _limits(publisher))
+        publisher.publish(first.outgoing)  # and the worker dies before the settle
+    finally:
+        publisher.close()
+    assert JobItem.objects.get(pk=items[4].pk).state == ItemState.PENDING
+    time.sleep(1.1)
+
+    assert job_run.run_job(job.pk) == JobStatus.DONE
+
+    job.refresh_from_db()
+    assert (job.done, job.failed) == (1199, 1)
+    assert (
+        not JobItem.objects.filter(job=job)
+        .exclude(state__in=[ItemState.DONE, ItemState.SKIPPED, ItemState.FAILED])
+        .exists()
+    )
+    assert JobItem.objects.get(pk=items[4].pk).outcome == "skipped"
+    wait_depth(channel, work, 1199 + 999)  # the 999 in flight arrived twice
 
 
 def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, top, unique):
