@@ -116,8 +116,9 @@ SELECT q || '.dlq', '/', status, at, convert_to(body, 'UTF8'), octet_length(body
     CASE WHEN exc = '' THEN '' ELSE exc || ': ' || left(para, 60) END,
     '', '', substr(md5(q || exc || floor(r4 * r4 * 25)::text), 1, 16), 0,
     encode(sha256(int8send(g)), 'hex'),
-    body || E'\ntenant=tenant-' || mod(g, 17) || E'\nx-first-death-queue=' || q
-        || E'\nx-first-death-reason=' || reason || E'\nx-first-death-exchange=' || q || '.events',
+    lower(body || E'\ntenant=tenant-' || mod(g, 17) || E'\nx-first-death-queue=' || q
+        || E'\nx-first-death-reason=' || reason || E'\nx-first-death-exchange=' || q
+        || '.events'),  -- folded, as the drainer stores it (ingest.fold)
     ''
 FROM (
     SELECT g, at, q, rk, para, status, reason, exc, r4,

@@ -107,14 +107,22 @@ def body_text(body: bytes, content_encoding: str, limit: int | None = None) -> s
         return None
 
 
+def fold(text: str) -> str:
+    """The case a search compares in. Search texts are stored folded and terms are folded
+    alike, so the scan of what the indexer has not reached yet is a plain LIKE: folding
+    every row's text in the database (UPPER ... LIKE UPPER) was three quarters of its time."""
+    return text.lower()
+
+
 def search_text(body: bytes, encoding: str, headers: dict) -> str:
+    """What a search (`q`) looks in: the body's text and the headers, folded."""
     parts = [body_text(body, encoding, SEARCH_BODY_BYTES) or ""]
     for key, value in headers.items():
         values: list[str] = []
         if key != "x-death":  # the broker's own history: its queues are columns already
             _strings(value, values)
         parts.append(f"{key}={' '.join(values)}" if values else key)
-    return clean("\n".join(parts), limit=None)
+    return fold(clean("\n".join(parts), limit=None))
 
 
 def _stable_headers_json(d: Delivery, headers: dict, headers_json: str, encode=dumps) -> str:

@@ -7,6 +7,7 @@ from django.db.models import Exists, F, Max, Min, OuterRef, Q, Value
 
 from dlq.messages import search
 from dlq.messages.history import history
+from dlq.messages.ingest import fold
 from dlq.models import DrainedQueue, Message, SearchEntry
 
 MAX_LIMIT = 500
@@ -68,10 +69,12 @@ def filter_messages(filters: dict):
 def text_search(term: str, low: int | None = None, high: int | None = None):
     """The ids (from `low` up to below `high`, when given) of messages whose search text
     holds `term` (any case, literally): their entries in the trigram index, and the
-    messages above the indexer's watermark, few and read by id range. Exact whatever the
-    indexer's lag (search.py)."""
+    messages above the indexer's watermark, read by id range. Exact whatever the indexer's
+    lag (search.py). Above the watermark the texts are stored folded (ingest.fold), so a
+    plain LIKE reads them; the entries keep the UPPER(...) LIKE of their trigram index, as
+    entries copied before 0.9.0 hold texts as they came."""
     indexed = SearchEntry.objects.filter(text__icontains=term)
-    newer = Message.objects.filter(id__gt=search.indexed_upto(), search_text__icontains=term)
+    newer = Message.objects.filter(id__gt=search.indexed_upto(), search_text__contains=fold(term))
     if low is not None:
         indexed, newer = indexed.filter(message_id__gte=low), newer.filter(id__gte=low)
     if high is not None:
@@ -163,7 +166,7 @@ def _searched_apart(qs, term: str) -> list:
     entry = SearchEntry.objects.filter(message_id=OuterRef("id"), text__icontains=term)
     return [
         qs.filter(id__lte=upto).filter(Exists(entry)),
-        qs.filter(id__gt=upto, search_text__icontains=term),
+        qs.filter(id__gt=upto, search_text__contains=fold(term)),
     ]
 
 
