@@ -8,4 +8,4 @@ from dlq.messages import search
 @shared_task(name="dlq.tasks.index_search", ignore_result=True)
 def index_search() -> int:
     """Beat, every few seconds: copy new messages into the search index."""
-    return search.run_pass()
+    return search.index()

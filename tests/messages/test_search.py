@@ -206,3 +206,35 @@ def test_the_upgrade_folds_what_is_not_indexed_and_old_entries_are_still_found()
     assert unindexed.search_text == "invoice acme new"
     assert search("acme") == [unindexed.pk, indexed.pk]
     assert search("INVOICE Acme") == [unindexed.pk, indexed.pk]
+
+
+def test_a_backlog_is_copied_by_several_connections_and_found(monkeypatch):
+    monkeypatch.setattr(search_index, "BATCH", 3)  # 20 messages: 7 ranges
+    copied_on = set()
+    copy_range = search_index._copy_range
+
+    def spy(bounds):
+        copied_on.add(threading.current_thread().name)
+        return copy_range(bounds)
+
+    monkeypatch.setattr(search_index, "_copy_range", spy)
+    search_index.catch_up()
+    messages = make_messages(20, body=b"backlog-needle")
+    assert search_index.catch_up() == 20
+    assert set(entries(messages)) == {m.pk for m in messages}
+    assert len(copied_on) == search_index.COPIERS
+    assert all(name.startswith("search-copier") for name in copied_on)
+    assert search_index.indexed_upto() >= messages[-1].pk
+    assert search("backlog-needle") == [m.pk for m in reversed(messages)]
+
+
+def test_beat_s_task_works_through_a_backlog_without_waiting_for_its_next_tick(monkeypatch):
+    from dlq.tasks import search as search_tasks
+
+    search_index.catch_up()
+    monkeypatch.setattr(search_index, "PASS_LIMIT", 4)  # ids a pass copies at most
+    messages = make_messages(10, body=b"tick-needle")
+    search_index.run_pass()  # looks: the next pass may copy
+    assert search_tasks.index_search() == 10  # three passes in one task
+    assert search_index.indexed_upto() >= messages[-1].pk
+    assert search_tasks.index_search() == 0  # nothing new: it ends at once
