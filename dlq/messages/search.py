@@ -78,13 +78,15 @@ def run_pass(limit: int = PASS_LIMIT) -> int:
 
 
 def index(budget: float = 30.0) -> int:
-    """Passes, one after another, while they find entries to write, for up to `budget`
-    seconds (beat's task): a backlog is worked through without waiting for beat's ticks,
-    and a pass that finds nothing new (or only looks) ends it."""
+    """Passes, one after another, for up to `budget` seconds (beat's task), while they find
+    entries to write or leave some that can be written now: a backlog is worked through
+    without waiting for beat's ticks. A pass that finds nothing new, or only looks while a
+    drainer's transaction is open, ends it."""
     deadline, total = time.monotonic() + budget, 0
-    while written := run_pass():
+    while time.monotonic() < deadline:
+        written = run_pass()
         total += written
-        if time.monotonic() >= deadline:
+        if not written and not _copyable():
             break
     return total
 
@@ -96,6 +98,13 @@ def catch_up() -> int:
     while indexed_upto() < newest:
         total += run_pass()
     return total
+
+
+def _copyable() -> bool:
+    """Whether messages above the watermark can be copied now (a pass only looked, and every
+    transaction it saw has ended)."""
+    mark = SearchWatermark.objects.filter(pk=WATERMARK).first()
+    return mark is not None and _settled(mark) > mark.upto
 
 
 def _settled(mark: SearchWatermark) -> int:

@@ -234,7 +234,35 @@ def test_beat_s_task_works_through_a_backlog_without_waiting_for_its_next_tick(m
     search_index.catch_up()
     monkeypatch.setattr(search_index, "PASS_LIMIT", 4)  # ids a pass copies at most
     messages = make_messages(10, body=b"tick-needle")
-    search_index.run_pass()  # looks: the next pass may copy
-    assert search_tasks.index_search() == 10  # three passes in one task
+    # One task: a pass that looks (no drainer's transaction is open), then three that copy.
+    assert search_tasks.index_search() == 10
     assert search_index.indexed_upto() >= messages[-1].pk
     assert search_tasks.index_search() == 0  # nothing new: it ends at once
+
+
+def test_beat_s_task_ends_when_a_transaction_that_took_ids_is_still_open():
+    from dlq.tasks import search as search_tasks
+
+    search_index.catch_up()
+    make_message(body=b"committed")
+    holding = threading.Event()
+    release = threading.Event()
+
+    def drainer_mid_batch():
+        try:
+            with transaction.atomic():
+                make_message(body=b"not committed yet")
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    drainer = threading.Thread(target=drainer_mid_batch)
+    drainer.start()
+    try:
+        assert holding.wait(10)
+        assert search_tasks.index_search() == 0  # looks, sees the open transaction, ends
+    finally:
+        release.set()
+        drainer.join()
+    assert search_tasks.index_search() == 2  # both, once it has committed
