@@ -1,12 +1,12 @@
-"""A bulk job's publishers: one per vhost its messages were drained from, opened when the
-first message of that vhost is claimed (AMQP connections are per vhost, and a message is
-only ever published into its own vhost).
+"""A bulk job's publishers: one per vhost its messages were drained from (AMQP connections
+are per vhost, and a message is only ever published into its own vhost).
 
-The claim thread opens them (it needs each vhost's size limits to build the messages); the
-publishing thread uses them. A vhost the broker refuses (deleted, no permission) while it
-answers for others fails its messages with an error, and the job goes on with the rest; a
-broker that answers nobody interrupts the job, as a lost connection does
-(dlq/actions/job_run.py).
+The job opens them before its first claim (job_run._open_publishers: never inside a claim's
+transaction); the claim thread reads each vhost's size limits to build the messages (and
+opens one only if a vhost was missed); the publishing thread uses them. A vhost the
+broker refuses (deleted, no permission) while it answers for others fails its messages with
+an error, and the job goes on with the rest; a broker that answers nobody interrupts the
+job, as a lost connection does (dlq/actions/job_run.py).
 """
 
 import threading

@@ -28,6 +28,7 @@ is settled, the rest stays `publishing` and the job is resumed later. Nothing is
 `replayed` without a confirm, and nothing whose confirm was recorded is published again.
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -49,7 +50,7 @@ from dlq.actions.job_batch import (
     settle_batch,
     tally,
 )
-from dlq.actions.job_publishers import Publishers
+from dlq.actions.job_publishers import Publishers, VhostRefused
 from dlq.broker import amqp
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, JobStatus, Outcome
@@ -102,7 +103,7 @@ def _replay_on_nodes(job: Job, factory) -> str:
     job does (job_batch.claim_next). A cluster where no node answers interrupts the job."""
     failovers = len(amqp.nodes(settings.DLQ_BROKER_URL)) - 1
     while True:
-        # One publisher per vhost, opened as the claims meet its messages.
+        # One publisher per vhost, opened before the first claim (_open_publishers).
         publishers = Publishers(factory)
         try:
             return _run_replay(job, publishers)
@@ -203,6 +204,7 @@ def _run_replay(job: Job, publisher: Publishers) -> str:
     `publisher` holds one publisher per vhost; `broken` when any of them is."""
     limits = publisher.limits  # per vhost: the claim builds each message for its own
     job.overrides = replay.load_overrides()  # read once per run, not once per message
+    _open_publishers(job, publisher)
     claimer = ThreadPoolExecutor(1, thread_name_prefix="dlq-job-claim")
     settler = ThreadPoolExecutor(1, thread_name_prefix="dlq-job-settle")
     try:
@@ -227,6 +229,17 @@ def _run_replay(job: Job, publisher: Publishers) -> str:
             pool.shutdown(wait=True)
     status = JobStatus.CANCELLED if cancel_requested(job) else JobStatus.DONE
     return _finish(job, status)
+
+
+def _open_publishers(job: Job, publishers: Publishers) -> None:
+    """A publisher for each vhost the job's unfinished messages came from, opened before
+    the first claim: a claim holds its messages locked until it commits (an edit or a
+    discard of one of them waits), and opening a connection may take a slow node's whole
+    timeout. A vhost the broker refuses is left to the claims, which fail its messages."""
+    unfinished = job.items.filter(state__in=(ItemState.PENDING, ItemState.PUBLISHING))
+    for vhost in unfinished.order_by().values_list("message__vhost", flat=True).distinct():
+        with contextlib.suppress(VhostRefused):
+            publishers.get(vhost)
 
 
 def _close_connection() -> None:

@@ -71,15 +71,27 @@ def text_search(term: str, low: int | None = None, high: int | None = None):
     holds `term` (any case, literally): their entries in the trigram index, and the
     messages above the indexer's watermark, read by id range. Exact whatever the indexer's
     lag (search.py). Above the watermark the texts are stored folded (ingest.fold), so a
-    plain LIKE reads them; the entries keep the UPPER(...) LIKE of their trigram index, as
-    entries copied before 0.9.0 hold texts as they came."""
-    indexed = SearchEntry.objects.filter(text__icontains=term)
+    plain LIKE reads them; the entries keep the UPPER(...) LIKE of their trigram index
+    (_in_entry)."""
+    indexed = SearchEntry.objects.filter(_in_entry(term))
     newer = Message.objects.filter(id__gt=search.indexed_upto(), search_text__contains=fold(term))
     if low is not None:
         indexed, newer = indexed.filter(message_id__gte=low), newer.filter(id__gte=low)
     if high is not None:
         indexed, newer = indexed.filter(message_id__lt=high), newer.filter(id__lt=high)
     return indexed.values("message_id").union(newer.values("id"), all=True)
+
+
+def _in_entry(term: str) -> Q:
+    """An entry holding `term`, any case. Entries copied since 0.9.0 hold folded texts, and
+    the folded term is found in an entry wherever it is found in its message before the
+    indexer reached it (UPPER changes character by character, so it keeps what the folded
+    texts hold); entries copied before hold texts as they came, compared as then. Both arms
+    read the trigram index on UPPER(text)."""
+    as_typed = Q(text__icontains=term)
+    if term.isascii():  # its folded form compares the same in UPPER, in any locale
+        return as_typed
+    return as_typed | Q(text__icontains=fold(term))
 
 
 def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:
@@ -163,7 +175,7 @@ def _searched_apart(qs, term: str) -> list:
     each a plain semi-join the planner can drive from the other filters' index (probing
     the entries by id) or from the trigram index, whichever finds fewer rows."""
     upto = search.indexed_upto()
-    entry = SearchEntry.objects.filter(message_id=OuterRef("id"), text__icontains=term)
+    entry = SearchEntry.objects.filter(_in_entry(term), message_id=OuterRef("id"))
     return [
         qs.filter(id__lte=upto).filter(Exists(entry)),
         qs.filter(id__gt=upto, search_text__contains=fold(term)),

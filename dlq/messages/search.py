@@ -58,15 +58,38 @@ def indexed_upto() -> int:
     return mark.first() or 0
 
 
-def run_pass(limit: int = PASS_LIMIT) -> int:
-    """One indexer pass: the entries it wrote. A pass already running elsewhere: 0."""
+def run_pass(limit: int | None = None) -> int:
+    """One indexer pass: the entries it wrote (0 when a pass already runs elsewhere)."""
+    return _pass(PASS_LIMIT if limit is None else limit) or 0
+
+
+def index(budget: float = 30.0) -> int:
+    """Passes, one after another, for up to `budget` seconds (beat's task), while they find
+    entries to write or leave some that can be written now: a backlog is worked through
+    without waiting for beat's ticks. It ends at a pass that finds nothing new, or only
+    looks while a drainer's transaction is open, or finds another task's pass running (that
+    one goes on). On SQLite, one pass: the drainers need the one write lock between them."""
+    deadline, total = time.monotonic() + budget, 0
+    while True:
+        written = _pass(PASS_LIMIT)
+        if written is None:
+            return total
+        total += written
+        if connection.vendor != "postgresql" or time.monotonic() >= deadline:
+            return total
+        if not written and not _copyable():
+            return total
+
+
+def _pass(limit: int) -> int | None:
+    """One pass: the entries it wrote, or None when another pass holds the watermark."""
     SearchWatermark.objects.get_or_create(pk=WATERMARK)
     with transaction.atomic():
         mark = (
             SearchWatermark.objects.select_for_update(skip_locked=True).filter(pk=WATERMARK).first()
         )
         if mark is None:
-            return 0
+            return None
         target = _settled(mark)
         start = _first_gap_end(mark.upto, target)
         written, copied_to = _copy(start, min(target, start + limit))
@@ -75,20 +98,6 @@ def run_pass(limit: int = PASS_LIMIT) -> int:
             mark.seen_upto, mark.holders = _look()
         mark.save()
     return written
-
-
-def index(budget: float = 30.0) -> int:
-    """Passes, one after another, for up to `budget` seconds (beat's task), while they find
-    entries to write or leave some that can be written now: a backlog is worked through
-    without waiting for beat's ticks. A pass that finds nothing new, or only looks while a
-    drainer's transaction is open, ends it."""
-    deadline, total = time.monotonic() + budget, 0
-    while time.monotonic() < deadline:
-        written = run_pass()
-        total += written
-        if not written and not _copyable():
-            break
-    return total
 
 
 def catch_up() -> int:

@@ -1,29 +1,43 @@
-# Search texts are stored folded from 0.9.0 (dlq.messages.ingest.fold), and a search reads
-# the messages the indexer has not reached yet with a plain LIKE on them. The messages
-# already above the indexer's watermark are folded here; the ones below it are searched
-# through their entries, which keep comparing in UPPER(...) (dlq.messages.queries).
+# Search texts are stored folded from 0.9.0 (dlq.messages.ingest.fold: str.casefold), and a
+# search reads the messages the indexer has not reached yet with a plain LIKE on them. The
+# messages already above the indexer's watermark are folded here; the ones below it are
+# searched through their entries, which keep comparing in UPPER(...) (dlq.messages.queries).
 # Drainers are stopped during an upgrade (docs/upgrades.md), so no unfolded text arrives
-# after this runs. Usually a few seconds of arrivals: beat indexes every few seconds.
+# after this runs. Usually a few seconds of arrivals (beat indexes every 5 seconds); all of
+# the messages when the indexer never ran.
 
 from django.db import migrations
 
-BATCH = 2_000
+BATCH = 5_000
+UPDATE_SQL = (
+    "UPDATE dlq_message AS m SET search_text = f.text"
+    " FROM unnest(%s::bigint[], %s::text[]) AS f(id, text) WHERE m.id = f.id"
+)
 
 
 def fold_the_unindexed(apps, schema_editor):
     message = apps.get_model("dlq", "Message")
     mark = apps.get_model("dlq", "SearchWatermark").objects.filter(pk=1).first()
-    unindexed = message.objects.filter(id__gt=mark.upto if mark else 0)
-    batch = []
-    for row in unindexed.only("id", "search_text").order_by("id").iterator(chunk_size=BATCH):
-        folded = row.search_text.lower()  # ingest.fold, as it is today
-        if folded != row.search_text:
-            row.search_text = folded
-            batch.append(row)
-        if len(batch) == BATCH:
-            message.objects.bulk_update(batch, ["search_text"])
-            batch = []
-    message.objects.bulk_update(batch, ["search_text"])
+    after = mark.upto if mark else 0
+    unindexed = message.objects.order_by("id").values_list("id", "search_text")
+    while True:  # by id ranges: no cursor held open over rows being updated
+        rows = list(unindexed.filter(id__gt=after)[:BATCH])
+        if not rows:
+            return
+        changed = [(pk, text.casefold()) for pk, text in rows if text.casefold() != text]
+        if changed:
+            _store(message, schema_editor.connection, changed)
+        after = rows[-1][0]
+
+
+def _store(message, connection, changed: list[tuple[int, str]]) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(UPDATE_SQL, [[pk for pk, _ in changed], [t for _, t in changed]])
+        return
+    message.objects.bulk_update(
+        [message(id=pk, search_text=text) for pk, text in changed], ["search_text"]
+    )
 
 
 class Migration(migrations.Migration):

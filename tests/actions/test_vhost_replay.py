@@ -144,6 +144,29 @@ def test_a_job_over_two_vhosts_lands_each_message_in_its_own(vhosts, channel, to
     assert set(Message.objects.values_list("status", flat=True)) == {Status.REPLAYED}
 
 
+def test_a_job_opens_its_vhosts_connections_before_it_locks_any_message(vhosts, unique):
+    """Opening a connection can take a slow node's whole timeout: never while a claim's
+    transaction holds its messages locked (an operator's edit or discard would wait)."""
+    from django.db import connection
+
+    a, b = vhosts.make("a"), vhosts.make("b")
+    work, park = f"{unique}.work", f"{unique}.dlq"
+    for vhost in (a, b):
+        vhosts.channel(vhost).queue_declare(work)
+        make_messages(3, queue=park, died_in=work, vhost=vhost)
+    opened = []
+
+    def factory(vhost):
+        opened.append((vhost, connection.in_atomic_block))
+        return job_run._publisher(vhost)
+
+    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+                          reason="two vhosts")  # fmt: skip
+    assert job_run.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
+    assert sorted(opened) == sorted([(a, False), (b, False)])
+    assert set(Message.objects.values_list("status", flat=True)) == {Status.REPLAYED}
+
+
 def test_a_job_fails_the_messages_of_a_vhost_the_broker_refuses_and_goes_on(
     vhosts, channel, unique
 ):

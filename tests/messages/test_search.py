@@ -178,12 +178,25 @@ def test_a_pass_skips_the_ids_no_message_has():
 
 @pytest.mark.parametrize("indexed", [False, True])
 def test_any_case_finds_any_case_beyond_ascii(indexed):
-    hit = make_message(body="Ärger im Büro: ΣΥΣΤΗΜΑ down".encode())
+    hit = make_message(body="Ärger im Büro: ΟΔΟΣ ΣΥΣΤΗΜΑ down; İstanbul".encode())
     make_message(body=b"arger im buro")
     if indexed:
         search_index.catch_up()
-    for term in ("ärger", "ÄRGER", "bÜRO", "ΣΥΣΤΗΜΑ", "συστημα"):
+    terms = ("ärger", "ÄRGER", "bÜRO", "ΣΥΣΤΗΜΑ", "συστημα", "οδος", "ΟΔΟΣ", "οδοσ", "İSTANBUL")
+    for term in terms:  # a final sigma is a sigma; a dotted capital I keeps its dot
         assert search(term) == [hit.pk], term
+
+
+def test_a_term_found_before_the_indexer_ran_is_found_after():
+    bodies = ["ΟΔΟΣ", "οδος", "Straße", "STRASSE", "İstanbul", "ǅemal", "ﬁle"]
+    messages = {body: make_message(body=body.encode()) for body in bodies}
+    terms = ["ΟΔΟΣ", "οδος", "Straße", "strasse", "İstanbul", "istanbul", "ǆ", "ﬁ", "fi"]
+    before = {term: search(term) for term in terms}
+    search_index.catch_up()
+    assert set(entries(messages.values())) == {m.pk for m in messages.values()}
+    assert {term: search(term) for term in terms} == before
+    assert before["οδος"] == before["ΟΔΟΣ"] == [messages["οδος"].pk, messages["ΟΔΟΣ"].pk]
+    assert before["strasse"] == [messages["STRASSE"].pk, messages["Straße"].pk]
 
 
 def test_the_upgrade_folds_what_is_not_indexed_and_old_entries_are_still_found():
@@ -234,8 +247,10 @@ def test_beat_s_task_works_through_a_backlog_without_waiting_for_its_next_tick(m
     search_index.catch_up()
     monkeypatch.setattr(search_index, "PASS_LIMIT", 4)  # ids a pass copies at most
     messages = make_messages(10, body=b"tick-needle")
+    passes = spy_on_passes(monkeypatch)
     # One task: a pass that looks (no drainer's transaction is open), then three that copy.
     assert search_tasks.index_search() == 10
+    assert passes[:4] == [0, 4, 4, 2]
     assert search_index.indexed_upto() >= messages[-1].pk
     assert search_tasks.index_search() == 0  # nothing new: it ends at once
 
@@ -266,3 +281,46 @@ def test_beat_s_task_ends_when_a_transaction_that_took_ids_is_still_open():
         release.set()
         drainer.join()
     assert search_tasks.index_search() == 2  # both, once it has committed
+
+
+def spy_on_passes(monkeypatch) -> list:
+    """What each indexer pass returns, in order, from now on."""
+    passes, run = [], search_index._pass
+
+    def spy(limit):
+        passes.append(run(limit))
+        return passes[-1]
+
+    monkeypatch.setattr(search_index, "_pass", spy)
+    return passes
+
+
+def test_beat_s_task_leaves_a_backlog_to_the_task_already_working_on_it(monkeypatch):
+    from dlq.models import SearchWatermark
+    from dlq.tasks import search as search_tasks
+
+    search_index.catch_up()
+    make_messages(5, body=b"busy-needle")
+    search_index.run_pass()  # looks: the five can be copied now
+    holding, release = threading.Event(), threading.Event()
+
+    def other_task_mid_pass():
+        try:
+            with transaction.atomic():
+                SearchWatermark.objects.select_for_update().get(pk=search_index.WATERMARK)
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    other = threading.Thread(target=other_task_mid_pass)
+    other.start()
+    passes = spy_on_passes(monkeypatch)
+    try:
+        assert holding.wait(10)
+        assert search_tasks.index_search() == 0
+        assert passes == [None]  # one look at the lock, no spinning until its budget ends
+    finally:
+        release.set()
+        other.join()
+    assert search_tasks.index_search() == 5
