@@ -137,6 +137,7 @@ class Drainer:
         their messages to someone else once the connection is gone)."""
         self.generation += 1
         self.writer.wake(self)
+        self.queues.close()
         if self.conn is not None and self.conn.is_open:
             with contextlib.suppress(*amqp.AllErrors):
                 self.conn.close()
@@ -211,7 +212,11 @@ class Drainer:
             if self.gathered.due(now, self.flush_s) and self._writer_free(now):
                 self._flush()
             if now >= self.next_resolve:
-                self._resolve()
+                self.next_resolve = now + settings.DLQ_RESOLVE_SECONDS
+                self.queues.ask()
+            listed = self.queues.answered(self.conn)
+            if listed is not None:
+                self._subscribe_matching(listed)
             if self.once and self._idle(now):
                 if queues_empty(self.conn, list(self.consumers)) and self._nothing_delivered():
                     log.info("queues drained", extra={"stored": self.stored})
@@ -254,8 +259,12 @@ class Drainer:
         return quiet and not busy
 
     def _resolve(self) -> None:
+        """The queues to drain, waited for (at connect); while consuming, _consume asks for
+        them in the background (queues.Discovery)."""
         self.next_resolve = time.monotonic() + settings.DLQ_RESOLVE_SECONDS
-        listed = self.queues.listed(self.conn)
+        self._subscribe_matching(self.queues.listed(self.conn))
+
+    def _subscribe_matching(self, listed: list[dict]) -> None:
         # Declaring the ledger again keeps it from expiring while this drainer is connected.
         self.ledger.declare(self.channel)
         matched = self.queues.matching(listed)

@@ -3,6 +3,7 @@ vhost, as the management API lists them or, without it, as literal names are fou
 
 import fnmatch
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from dlq.broker import amqp, mgmt
 from dlq.drain.ledger import LEDGER_PREFIX
@@ -15,19 +16,49 @@ def is_glob(pattern: str) -> bool:
 
 
 class Discovery:
-    """The main thread's: what the patterns match, and the names reported missing."""
+    """The main thread's: what the patterns match, and the names reported missing.
+
+    The management API is asked in a thread of its own while the drainer runs (ask,
+    answered): the main thread sends this drainer's acks, and the writer, shared by every
+    vhost's drainer, waits for the last one before its next batch. A node slow to answer
+    would otherwise hold every vhost's storing for its whole timeout, at each resolve."""
 
     def __init__(self, patterns: list[str], vhost: str):
         self.patterns, self.vhost = patterns, vhost
         self.reported_missing: set[str] = set()
+        self._asking: Future | None = None
+        self._asker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlq-discovery")
 
     def listed(self, conn) -> list[dict]:
-        """The queues of the vhost that a drainer may drain (no exclusive ones, no ledgers)."""
+        """The queues of the vhost that a drainer may drain (no exclusive ones, no ledgers),
+        asked and waited for: at connect, before consuming."""
+        return self._drainable(self._queues(lambda: mgmt.list_queues(self.vhost), conn))
+
+    def ask(self) -> None:
+        """Have the management API asked for the vhost's queues, unless it is being asked."""
+        if self._asking is None:
+            self._asking = self._asker.submit(mgmt.list_queues, self.vhost)
+
+    def answered(self, conn) -> list[dict] | None:
+        """What listed() gives, once the question ask() put has its answer; None before."""
+        if self._asking is None or not self._asking.done():
+            return None
+        asking, self._asking = self._asking, None
+        return self._drainable(self._queues(asking.result, conn))
+
+    def close(self) -> None:
+        """The drainer is done: a question still out is let go (its thread ends with it)."""
+        self._asker.shutdown(wait=False, cancel_futures=True)
+
+    def _queues(self, management, conn) -> list[dict]:
         try:
-            listed = mgmt.list_queues(self.vhost)
+            return management()
         except mgmt.ManagementError as e:
             log.warning("queue discovery failed, keeping current queues", extra={"error": str(e)})
-            listed = self._probe_literals(conn)
+            return self._probe_literals(conn)
+
+    @staticmethod
+    def _drainable(listed: list[dict]) -> list[dict]:
         return [
             q for q in listed if not q.get("exclusive") and not q["name"].startswith(LEDGER_PREFIX)
         ]

@@ -2,6 +2,7 @@
 the console's user cannot read, each message kept with its own vhost."""
 
 import signal
+import time
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -130,3 +131,43 @@ def test_a_vhost_drainer_that_fails_is_let_go_and_restarted(vhosts, unique, sett
         thread.join(timeout=90)
     assert not thread.is_alive()
     assert stored(a, "x.dlq") == sorted(f"a{i}".encode() for i in range(300))  # once each
+
+
+def test_a_hung_management_api_holds_no_vhost_back(vhosts, unique, settings, node1, rabbit):
+    """A drainer asks the management API for its queues in the background: while it hangs
+    (each question waits for its timeout), every vhost's messages are stored and acked at
+    once. Asked from the drainer's own thread, the question kept that thread from sending
+    its acks, and the writer every vhost shares waits for them before its next batch."""
+    import threading
+
+    from dlq.drain.estate import Estate
+
+    settings.DLQ_RESOLVE_SECONDS = 1
+    settings.DLQ_MANAGEMENT_URL = node1.url(rabbit.management)  # one node: hung, it hangs
+    a, b = vhosts.make("a"), vhosts.make("b")
+    park(vhosts, a, "x.dlq", [b"a0"])
+    park(vhosts, b, "x.dlq", [b"b0"])
+    estate = Estate(patterns=[f"{a}/x.dlq", f"{b}/x.dlq", f"{a}/late.dlq"])
+    thread = threading.Thread(target=estate.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: stored(a, "x.dlq") + stored(b, "x.dlq") == [b"a0", b"b0"], 30, "both")
+        node1.freeze()
+        time.sleep(2)  # both drainers have asked since, and wait for the answer
+        for n in range(1, 4):
+            park(vhosts, a, "x.dlq", [f"a{n}".encode()])
+            park(vhosts, b, "x.dlq", [f"b{n}".encode()])
+            # Asked in the drainer's thread, each batch waited for a 5 s timeout.
+            wait_for(lambda n=n: len(stored(a, "x.dlq") + stored(b, "x.dlq")) == 2 * n + 2,
+                     3, f"round {n} stored while the management API hangs")  # fmt: skip
+        # Discovery goes on: an answer that never comes falls back to probing the names.
+        park(vhosts, a, "late.dlq", [b"late"])
+        wait_for(lambda: stored(a, "late.dlq") == [b"late"], 30, "the queue made meanwhile")
+    finally:
+        estate.stop()
+        thread.join(timeout=90)
+    assert not thread.is_alive()
+    # Acked, every one: the closed connections would have given back what was not.
+    for vhost, queue in [(a, "x.dlq"), (b, "x.dlq"), (a, "late.dlq")]:
+        depth = vhosts.channel(vhost).queue_declare(queue, passive=True).method.message_count
+        assert depth == 0, (vhost, queue)
