@@ -3,18 +3,22 @@ are per vhost, and a message is only ever published into its own vhost).
 
 The job opens them before its first claim (job_run._open_publishers: never inside a claim's
 transaction); the claim thread reads each vhost's size limits to build the messages (and
-opens one only if a vhost was missed); the publishing thread uses them. A vhost the
+opens one only if a vhost was missed); the publishing thread uses them, and keeps the idle
+ones alive (ready). A vhost the
 broker refuses (deleted, no permission) while it answers for others fails its messages with
 an error, and the job goes on with the rest; a broker that answers nobody interrupts the
 job, as a lost connection does (dlq/actions/job_run.py).
 """
 
+import logging
 import threading
 
 from django.conf import settings
 
 from dlq.actions import replay
 from dlq.broker import amqp
+
+log = logging.getLogger("dlq.jobs")
 
 
 class VhostRefused(Exception):
@@ -60,6 +64,33 @@ class Publishers:
         except amqp.AllErrors:
             return False
         return True
+
+    def ready(self, vhost: str):
+        """The vhost's publisher, for the publishing thread, after every open one has had a
+        turn of its I/O loop (tend). A vhost's connection idles while the others publish,
+        and the broker drops one that misses its heartbeats: one dropped with nothing
+        outstanding is opened again (no message's fate hangs on it). One dropped in the
+        middle of a batch was the batch's, which stopped on it (`broken`). The new ones are
+        opened on this thread, outside any claim's transaction, and replace the dropped
+        ones only once open: the claim thread reads their limits meanwhile."""
+        with self.lock:
+            publishers = list(self.open.items())
+        for name, publisher in publishers:
+            publisher.tend()
+            if publisher.broken and not publisher.outstanding:
+                self._reopen(name, publisher)
+        return self.get(vhost)
+
+    def _reopen(self, vhost: str, dropped) -> None:
+        try:
+            fresh = self._opened(vhost)
+        except VhostRefused:
+            return  # its messages end in error on the dropped one: the job resumes later
+        with self.lock:
+            self.open[vhost] = fresh
+        dropped.close()
+        log.warning("the broker dropped an idle connection of the job; opened again",
+                    extra={"vhost": vhost})  # fmt: skip
 
     def limits(self, vhost: str) -> tuple[int, int]:
         """(frame_max, max message bytes) of the vhost's connection: what a message built

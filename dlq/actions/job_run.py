@@ -254,7 +254,7 @@ def _publish(job: Job, batch: Batch, publishers: Publishers) -> dict:
     for vhost, outgoing in _by_vhost(batch).items():
         if publishers.broken:
             break
-        publisher = publishers.get(vhost)  # opened by the claim that built these
+        publisher = publishers.ready(vhost)  # opened before the claim that built these
         timeout = max(60.0, 2 * len(outgoing) / job.rate_per_s) if job.rate_per_s else 60.0
         answered = publisher.publish(outgoing, timeout=timeout, rate_per_s=job.rate_per_s)
         results.update(_isolate(job, outgoing, answered, publisher))

@@ -239,10 +239,15 @@ class ConfirmPublisher:
     """
 
     def __init__(
-        self, url: str, name: str = "dlq-replay", window: int = 1000, vhost: str | None = None
+        self,
+        url: str,
+        name: str = "dlq-replay",
+        window: int = 1000,
+        vhost: str | None = None,
+        heartbeat: int = 30,
     ):
         """Open on the first node of `url` that answers, in `vhost` (default: the URL's)."""
-        self.window = window
+        self.window, self.heartbeat = window, heartbeat
         self.results: dict[str, tuple[str, str]] = {}
         self.vhost = vhost or vhost_of(url)
         for node in _in_turn(url, vhost):
@@ -257,7 +262,7 @@ class ConfirmPublisher:
         self._channel = None
         self._ready = False
         self._conn = pika.SelectConnection(
-            parameters(node, name),
+            parameters(node, name, self.heartbeat),
             on_open_callback=self._on_open,
             on_open_error_callback=self._on_open_error,
             on_close_callback=self._on_conn_closed,
@@ -275,6 +280,18 @@ class ConfirmPublisher:
     def broken(self) -> bool:
         """The connection is gone: outstanding publishes have an unknown fate."""
         return self._error is not None or not self._conn.is_open
+
+    @property
+    def outstanding(self) -> int:
+        """Publishes sent that have no outcome yet."""
+        return len(getattr(self, "_tags", ()))
+
+    def tend(self) -> None:
+        """One turn of the I/O loop, without waiting. A publisher idle while others publish
+        sends its heartbeats (the broker drops a connection that misses two) and learns
+        whether the broker has dropped it meanwhile (`broken`)."""
+        if not self.broken:
+            self._run(lambda: True, timeout=0)
 
     @property
     def server_version(self) -> str:
@@ -394,4 +411,5 @@ class ConfirmPublisher:
     def close(self):
         if self._conn.is_open:
             self._conn.close()
+        if self._conn.is_closing:  # by us, or by the broker: let it end, socket and all
             self._run(lambda: self._conn.is_closed, timeout=5)

@@ -137,7 +137,6 @@ class Drainer:
         their messages to someone else once the connection is gone)."""
         self.generation += 1
         self.writer.wake(self)
-        self.queues.close()
         if self.conn is not None and self.conn.is_open:
             with contextlib.suppress(*amqp.AllErrors):
                 self.conn.close()
@@ -169,6 +168,7 @@ class Drainer:
         # Before consuming: restored before any redelivery is stored.
         self.ledger.settle_doubts(self.conn)
         self._settle_foreign_ledgers()
+        self.queues.forget()  # asked on the connection before: listed anew just below
         self._resolve()
         self.last_activity = time.monotonic()  # quiet time counts from here, not from start-up
 
@@ -291,6 +291,7 @@ class Drainer:
                 log.warning(
                     "queue was deleted, will resubscribe if it returns", extra={"queue": name}
                 )
+        self.queues.forget()  # an answer asked for before the deletion would resubscribe it
         self.next_resolve = 0.0
 
     def _on_message(self, queue, quorum, _channel, method, props, body) -> None:

@@ -3,7 +3,8 @@ vhost, as the management API lists them or, without it, as literal names are fou
 
 import fnmatch
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 
 from dlq.broker import amqp, mgmt
 from dlq.drain.ledger import LEDGER_PREFIX
@@ -27,7 +28,6 @@ class Discovery:
         self.patterns, self.vhost = patterns, vhost
         self.reported_missing: set[str] = set()
         self._asking: Future | None = None
-        self._asker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlq-discovery")
 
     def listed(self, conn) -> list[dict]:
         """The queues of the vhost that a drainer may drain (no exclusive ones, no ledgers),
@@ -35,9 +35,13 @@ class Discovery:
         return self._drainable(self._queues(lambda: mgmt.list_queues(self.vhost), conn))
 
     def ask(self) -> None:
-        """Have the management API asked for the vhost's queues, unless it is being asked."""
+        """Have the management API asked for the vhost's queues, unless it is being asked.
+        In a daemon thread: one that waits for a hung node never holds up an exit."""
         if self._asking is None:
-            self._asking = self._asker.submit(mgmt.list_queues, self.vhost)
+            self._asking = Future()
+            threading.Thread(
+                target=_answer, args=(self._asking, self.vhost), name="dlq-discovery", daemon=True
+            ).start()
 
     def answered(self, conn) -> list[dict] | None:
         """What listed() gives, once the question ask() put has its answer; None before."""
@@ -46,9 +50,12 @@ class Discovery:
         asking, self._asking = self._asking, None
         return self._drainable(self._queues(asking.result, conn))
 
-    def close(self) -> None:
-        """The drainer is done: a question still out is let go (its thread ends with it)."""
-        self._asker.shutdown(wait=False, cancel_futures=True)
+    def forget(self) -> None:
+        """A question out is not answered any more (its answer, when it comes, is dropped):
+        a queue was deleted since it was put, or the connection was replaced. Applied, the
+        old answer would subscribe to the deleted queue, and the broker would close the
+        channel for it; the next question is put afresh."""
+        self._asking = None
 
     def _queues(self, management, conn) -> list[dict]:
         try:
@@ -93,6 +100,13 @@ class Discovery:
             if probe.is_open:
                 probe.close()
         return found
+
+
+def _answer(question: Future, vhost: str) -> None:
+    try:
+        question.set_result(mgmt.list_queues(vhost))
+    except BaseException as e:  # handed to the drainer's thread, which reads the answer
+        question.set_exception(e)
 
 
 def queues_empty(conn, names: list[str]) -> bool:

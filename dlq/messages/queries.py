@@ -86,12 +86,15 @@ def _in_entry(term: str) -> Q:
     """An entry holding `term`, any case. Entries copied since 0.9.0 hold folded texts, and
     the folded term is found in an entry wherever it is found in its message before the
     indexer reached it (UPPER changes character by character, so it keeps what the folded
-    texts hold); entries copied before hold texts as they came, compared as then. Both arms
-    read the trigram index on UPPER(text)."""
+    texts hold); entries copied before hold texts as they came, compared as then. A term
+    that folding changes is compared both ways, ASCII ones too: UPPER follows the database's
+    locale, and a Turkish one makes `id` upper `İD`, which `ID` as typed is not found in.
+    Both arms read the trigram index on UPPER(text)."""
     as_typed = Q(text__icontains=term)
-    if term.isascii():  # its folded form compares the same in UPPER, in any locale
+    folded = fold(term)
+    if folded == term:
         return as_typed
-    return as_typed | Q(text__icontains=fold(term))
+    return as_typed | Q(text__icontains=folded)
 
 
 def page(qs, cursor: str | None, limit: int) -> tuple[list[Message], str | None]:

@@ -2,14 +2,18 @@
 targets and replay targets. A message is never published into another vhost, even when the
 exchange it asks for exists only there (contract: "Many vhosts, one cluster")."""
 
+from urllib.parse import quote
+
 import pytest
 
 from dlq.actions import job_run, jobs, replay
 from dlq.actions import message as message_actions
+from dlq.broker import amqp
 from dlq.drain.estate import Estate
 from dlq.models import Message, Status
 from dlq.models.actions import JobItem, JobStatus, Outcome, ReplayOverride
 from tests.arrivals import arrivals
+from tests.drainproc import wait_for
 from tests.factories import client_for, make_message, make_messages, make_user, post
 from tests.topology import depth, get, wait_depth
 
@@ -164,6 +168,53 @@ def test_a_job_opens_its_vhosts_connections_before_it_locks_any_message(vhosts, 
                           reason="two vhosts")  # fmt: skip
     assert job_run.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
     assert sorted(opened) == sorted([(a, False), (b, False)])
+    assert set(Message.objects.values_list("status", flat=True)) == {Status.REPLAYED}
+
+
+def _listed(vhosts, vhost: str, name: str) -> list[str]:
+    """The broker's connections named `name` (the client's connection_name) in `vhost`."""
+    listed = vhosts.api("GET", f"/api/vhosts/{quote(vhost, safe='')}/connections")
+    return [c["name"] for c in listed if c["client_properties"].get("connection_name") == name]
+
+
+def test_a_vhost_connection_dropped_while_idle_is_opened_again(
+    vhosts, unique, monkeypatch, settings
+):
+    """A job's connection to a vhost idles while the other vhosts' messages are published
+    (a rate-limited job: for minutes), and the broker drops one that misses its heartbeats.
+    The job opens it again and goes on: before, that vhost's messages ended in error and
+    the job stopped, to be resumed only later."""
+    a, b = vhosts.make("a"), vhosts.make("b")
+    work, park = f"{unique}.work", f"{unique}.dlq"
+    channels = {vhost: vhosts.channel(vhost) for vhost in (a, b)}
+    for ch in channels.values():
+        ch.queue_declare(work)
+    ids = {vhost: [m.pk for m in make_messages(n, queue=park, died_in=work, vhost=vhost)]
+           for vhost, n in ((a, 4), (b, 3))}  # fmt: skip
+    published, real = [], job_run._publish
+
+    def then_b_is_dropped(job, batch, publishers):
+        results = real(job, batch, publishers)
+        if not published:  # a's batch is out; b's connection has idled all along
+            wait_for(lambda: not _listed(vhosts, b, "idle-job"), 30, "the broker to drop b's")
+        published.append(len(results))
+        return results
+
+    def factory(vhost):  # heartbeats of a second: the broker drops an idle one in seconds
+        return amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "idle-job", vhost=vhost,
+                                     heartbeat=1)  # fmt: skip
+
+    monkeypatch.setattr(job_run, "_publish", then_b_is_dropped)
+    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+                          rate_per_s=4, reason="b idles")  # fmt: skip
+
+    assert job_run.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
+
+    assert published == [4, 3]
+    job.refresh_from_db()
+    assert (job.done, job.failed, job.outcomes) == (7, 0, {"confirmed": 7})
+    for vhost, ch in channels.items():
+        assert sorted(origin for origin, _ in arrivals(ch, work)) == sorted(ids[vhost])
     assert set(Message.objects.values_list("status", flat=True)) == {Status.REPLAYED}
 
 

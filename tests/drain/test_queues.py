@@ -5,6 +5,7 @@ import os
 import sqlite3
 import time
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -145,3 +146,81 @@ def test_drains_into_sqlite(broker, unique):
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(path + suffix):
                 os.unlink(path + suffix)
+
+
+class LateManagement:
+    """The management API, answering late: each answer is fetched from the real one when
+    asked, then held for `delay` seconds, so it tells how things were when it was asked."""
+
+    def __init__(self, upstream: str):
+        import threading
+        import urllib.request
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.delay, self.held, self.sent = 0.0, 0, 0
+        late = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                parts = urlsplit(upstream)
+                request = urllib.request.Request(f"http://{parts.hostname}:{parts.port}{self.path}")
+                request.add_header("Authorization", self.headers.get("Authorization", ""))
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    status, body = response.status, response.read()
+                delay = late.delay
+                late.held += bool(delay)
+                time.sleep(delay)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+                late.sent += bool(delay)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        parts = urlsplit(upstream)
+        self.url = f"http://{parts.username}:{parts.password}@127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def test_a_queue_deleted_while_the_listing_is_out_is_not_subscribed_again(
+    broker, unique, settings, rabbit
+):
+    """The drainer asks for its queues in the background and goes on consuming meanwhile.
+    A queue deleted after the question was put is still in its answer: applied, that
+    answer subscribed to the deleted queue, the broker closed the drainer's channel for it
+    (and with it every consumer), and the drainer had to reconnect."""
+    import threading
+
+    from dlq.drain.drainer import Drainer
+    from dlq.models import Message
+
+    late = LateManagement(rabbit.management)
+    settings.DLQ_MANAGEMENT_URL = late.url
+    settings.DLQ_RESOLVE_SECONDS = 1
+    kept, deleted = broker.declare(f"{unique}.kept.dlq"), broker.declare(f"{unique}.gone.dlq")
+    broker.publish_many(kept, unique_bodies(1, "kept"))
+    broker.publish_many(deleted, unique_bodies(1, "gone"))
+    drainer = Drainer(patterns=[f"{unique}.*.dlq"])
+    thread = threading.Thread(target=drainer.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: Message.objects.count() == 2, 30, "both queues drained")
+        late.delay = 3.0
+        wait_for(lambda: late.held, 10, "a question whose answer is held")
+        broker.ch.queue_delete(deleted)  # the held answer still lists it
+        wait_for(lambda: late.sent, 10, "the held answer")
+        late.delay = 0.0
+        broker.publish_many(kept, unique_bodies(1, "after"))
+        wait_for(lambda: Message.objects.count() == 3, 30, "the kept queue drained on")
+        time.sleep(2)  # two more resolves: a reconnect, had there been one, is seen below
+        assert drainer.generation == 1  # one connection, one channel, all along
+    finally:
+        drainer.stop()
+        thread.join(timeout=30)
+        late.close()

@@ -204,12 +204,17 @@ def test_the_upgrade_folds_what_is_not_indexed_and_old_entries_are_still_found()
 
     indexed = make_message(body=b"x")
     search_index.catch_up()
-    unindexed = make_message(body=b"y")
+    unindexed, edited = make_message(body=b"y"), make_message(body=b"z")
     with connection.cursor() as cursor:  # as 0.8.0 stored them: not folded
         cursor.execute("UPDATE dlq_searchentry SET text = 'Invoice ACME old'"
                        " WHERE message_id = %s", [indexed.pk])  # fmt: skip
         cursor.execute("UPDATE dlq_message SET search_text = 'Invoice ACME new' WHERE id = %s",
                        [unindexed.pk])  # fmt: skip
+        # Edited during a backlog: an entry above the watermark, which the indexer keeps.
+        cursor.execute("UPDATE dlq_message SET search_text = 'Straße' WHERE id = %s",
+                       [edited.pk])  # fmt: skip
+        cursor.execute("INSERT INTO dlq_searchentry (message_id, text) VALUES (%s, 'Straße')",
+                       [edited.pk])  # fmt: skip
     assert search("acme") == [indexed.pk]  # the unindexed one is missed before the upgrade
     executor = MigrationExecutor(connection)
     executor.migrate([("dlq", "0025_lighter_replay_writes")])
@@ -219,6 +224,10 @@ def test_the_upgrade_folds_what_is_not_indexed_and_old_entries_are_still_found()
     assert unindexed.search_text == "invoice acme new"
     assert search("acme") == [unindexed.pk, indexed.pk]
     assert search("INVOICE Acme") == [unindexed.pk, indexed.pk]
+    assert search("STRASSE") == [edited.pk]
+    search_index.catch_up()  # found before the indexer passes it, and after
+    assert search("STRASSE") == [edited.pk]
+    assert search("acme") == [unindexed.pk, indexed.pk]
 
 
 def test_a_backlog_is_copied_by_several_connections_and_found(monkeypatch):
