@@ -135,7 +135,8 @@ def max_message_bytes(server_version: str = "") -> int:
     if settings.DLQ_MAX_MESSAGE_BYTES:
         return settings.DLQ_MAX_MESSAGE_BYTES
     major = server_version.split(".", 1)[0]
-    return 16 * 2**20 if major.isdigit() and int(major) >= 4 else 128 * 2**20
+    modern = major.isascii() and major.isdigit() and int(major) >= 4
+    return 16 * 2**20 if modern else 128 * 2**20
 
 
 def validate(properties, body: bytes, frame_max: int, max_body: int) -> None:

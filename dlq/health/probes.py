@@ -2,8 +2,10 @@
 
 /healthz answers 200 while the process serves requests (it touches nothing else, so a
 database outage never gets a healthy web process restarted). /readyz checks what the
-console needs to work, the database and the broker, and answers 503 with the reason.
-Both are public: they reveal no more than "up" or the kind of failure.
+console needs to work, the database and the broker, and answers 503 naming the check that
+failed. Both are public: they reveal no more than "up" or which part is unreachable. The
+reason (hosts, ports, vhost, the driver's message) is for the operator: `dlq_health ready`
+prints it.
 """
 
 from django.conf import settings
@@ -24,7 +26,10 @@ def healthz(request):
 @require_GET
 @never_cache
 def readyz(request):
-    checks = {"database": check_database(), "broker": check_broker()}
+    checks = {
+        name: "ok" if result == "ok" else "unreachable"
+        for name, result in (("database", check_database()), ("broker", check_broker()))
+    }
     ready = all(result == "ok" for result in checks.values())
     return JsonResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},

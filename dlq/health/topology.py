@@ -98,7 +98,7 @@ def check_queue(vhost: str, queue: dict, drained: bool, work: bool, v4: bool) ->
 
 def _major(version: str) -> int:
     head = version.split(".")[0]
-    return int(head) if head.isdigit() else 0
+    return int(head) if head.isascii() and head.isdigit() else 0
 
 
 def _ignored(queue: dict) -> bool:

@@ -2,6 +2,7 @@
 arrival horizon, known failure groups, digests, every delivery attempt, per-channel token
 buckets). The engine itself is dlq/alerts/."""
 
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
@@ -22,9 +23,18 @@ def mask_secret(value: str) -> str:
 
 
 def mask_url(url: str) -> str:
-    scheme, sep, rest = str(url or "").partition("://")
-    host = rest.split("/", 1)[0].rpartition("@")[2]
-    return f"{scheme}://{host}/{mask_secret(url)}" if sep else mask_secret(url)
+    """The scheme, host and port of a URL, and the last characters of the whole: its path,
+    query and credentials are where webhooks keep their secrets."""
+    text = str(url or "")
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # an impossible port, a broken IPv6 literal
+        return mask_secret(text)
+    if not parts.scheme or not host:
+        return mask_secret(text)
+    netloc = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{netloc}{f':{port}' if port else ''}/{mask_secret(text)}"
 
 
 class AlertChannel(models.Model):

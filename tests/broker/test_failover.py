@@ -50,7 +50,7 @@ def test_it_is_not_ready_when_no_node_answers(rabbit, settings):
     settings.DLQ_BROKER_URL = f"{dead_node(rabbit.url)},{dead_node(rabbit.url)}"
     response = Client().get("/readyz")
     assert response.status_code == 503
-    assert response.json()["checks"]["broker"].startswith("unreachable (127.0.0.1:")
+    assert response.json()["checks"]["broker"] == "unreachable"
 
 
 def test_queue_discovery_and_a_drain_go_through_node_2(node1_dead, channel, top):

@@ -135,6 +135,24 @@ def test_it_shows_channels_masked_to_every_role(request, persona, slack, telegra
     assert "team" in body(pages[1])
 
 
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        (f"https://hooks.example.com?token={HOOK_SECRET}", "https://hooks.example.com/…3456"),
+        (f"https://hooks.example.com:8443/x#{HOOK_SECRET}", "https://hooks.example.com:8443/…3456"),
+        (f"https://hooks.example.com/{HOOK_SECRET}?a=b", "https://hooks.example.com/…?a=b"),
+    ],
+)
+def test_a_webhook_url_is_masked_wherever_its_secret_is(viewer, url, shown):
+    """A webhook keeps its secret in the path, the query or the fragment: the page shows
+    its scheme, host and port, and the last characters of the whole."""
+    channel = channels.create_channel("webhook", "hook", url=url)
+    assert channel.masked == shown
+    listing = body(viewer.get("/alerts/"))
+    assert shown in listing
+    assert HOOK_SECRET not in listing
+
+
 def test_it_never_prefills_or_echoes_secrets_in_forms(admin, slack, telegram):
     for channel in (slack, telegram):
         response = admin.get(f"/alerts/channels/{channel.pk}/edit/")

@@ -73,6 +73,7 @@ def test_a_discard_review_counts_only_parked_messages(operator):
         ("action=discard&id=1&all=1", "give either message ids or all=1"),
         ("action=discard&id=x", "message ids are positive whole numbers"),
         ("action=discard&id=0", "message ids are positive whole numbers"),
+        ("action=discard&id=%C2%B2", "message ids are positive whole numbers"),  # "²"
         ("action=discard&all=yes", "<code>all</code>: must be 1"),
         ("action=discard&all=1&status=lost", "<code>status</code>: must be one of"),
         ("action=discard&all=1&received_after=yesterday", "must be an ISO 8601 date-time"),

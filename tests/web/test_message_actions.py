@@ -74,6 +74,8 @@ def test_it_edits_headers_and_properties_with_their_types(operator):
     [
         ({"reason": " "}, "This field is required"),
         ({"headers": "{not json"}, "is not valid JSON"),
+        ({"headers": "[" * 100_000}, "is not valid JSON"),  # deeper than the stack
+        ({"properties": '{"a":' * 3000 + "1" + "}" * 3000}, "is not valid JSON"),
         ({"headers": '{"n": {"type": "int8", "value": 999}}'}, "headers.n"),
         ({"headers": '{"n": {"type": {}}}'}, "headers.n"),
         ({"properties": '{"priority": "high"}'}, "priority"),

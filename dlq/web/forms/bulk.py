@@ -42,7 +42,8 @@ def _ids(values: list[str], errors: dict) -> list[int] | None:
     if not values or len(values) > MAX_IDS:
         errors["id"] = [f"give 1 to {MAX_IDS} message ids"]
         return None
-    if not all(v.isdigit() and 0 < int(v) <= MAX_ID for v in values):
+    # isascii: "²" is a digit to isdigit(), and not to int().
+    if not all(v.isascii() and v.isdigit() and 0 < int(v) <= MAX_ID for v in values):
         errors["id"] = ["message ids are positive whole numbers"]
         return None
     return list(dict.fromkeys(int(v) for v in values))

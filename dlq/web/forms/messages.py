@@ -146,6 +146,8 @@ class EditForm(ActionForm):
             value = json.loads(text or "{}")
         except ValueError as e:
             raise forms.ValidationError(f"is not valid JSON: {e}") from None
+        except RecursionError:  # nested deeper than the interpreter's stack
+            raise forms.ValidationError("is not valid JSON: nested too deeply") from None
         if not isinstance(value, dict):
             raise forms.ValidationError(f"must be a JSON object of {name}")
         return value
