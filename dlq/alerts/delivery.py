@@ -24,6 +24,9 @@ log = logging.getLogger("dlq.delivery")
 CHANNEL_BURST = 10  # alerts a channel may get at once...
 CHANNEL_REFILL_S = 600  # ...then one a minute: the bucket refills in ten minutes
 OVERDUE = timedelta(seconds=60)  # a queued attempt this late lost its task: queue it again
+# An attempt still `sending` this long after it began lost its worker mid-request (a send
+# gives up after TIMEOUT_S): it is queued again, and may reach the channel twice.
+STUCK = timedelta(minutes=5)
 
 
 def bucket_key(channel: AlertChannel) -> str:
@@ -175,7 +178,11 @@ def deliver_now(attempt_id: int, max_wait: float = 60.0, sleep=time.sleep) -> Al
 
 
 def overdue(now: datetime | None = None) -> list[int]:
-    """Queued attempts whose task was lost (worker crash, broker hiccup): send them again."""
-    late = (now or timezone.now()) - OVERDUE
+    """Queued attempts whose task was lost (worker crash, broker hiccup), and attempts whose
+    worker died while sending them: send them again."""
+    now = now or timezone.now()
+    stuck = AlertAttempt.objects.filter(status=AttemptStatus.SENDING, started_at__lte=now - STUCK)
+    stuck.update(status=AttemptStatus.QUEUED, error="its worker stopped while sending it")
+    late = now - OVERDUE
     queued = AlertAttempt.objects.filter(status=AttemptStatus.QUEUED, not_before__lte=late)
     return list(queued.order_by("id").values_list("id", flat=True)[:500])

@@ -252,18 +252,34 @@ def in_quiet_hours(rule: AlertRule, now: datetime) -> bool:
     return start <= local < end if start < end else local >= start or local < end
 
 
-def _window_count(digest: AlertDigest, rule: AlertRule, now: datetime) -> int:
-    """Arrivals in the last `window_minutes` whole minutes; older minutes are dropped."""
+def _busiest_window(digest: AlertDigest, rule: AlertRule) -> int:
+    """The most arrivals within any `window_minutes` consecutive minutes of the digest's,
+    by when they were received: a burst counts whenever it is evaluated (a pass just after
+    the minute turned, or after beat was down, still sees the minutes it came in)."""
+    width = timedelta(minutes=rule.window_minutes - 1)
+    minutes = sorted((datetime.fromisoformat(k), n) for k, n in digest.minutes.items())
+    busiest = total = start = 0
+    for minute, n in minutes:
+        total += n
+        while minutes[start][0] < minute - width:
+            total -= minutes[start][1]
+            start += 1
+        busiest = max(busiest, total)
+    return busiest
+
+
+def _forget_old_minutes(digest: AlertDigest, rule: AlertRule, now: datetime) -> None:
+    """Minutes that no arrival from now on can share a window with (once tested)."""
     oldest = (now - timedelta(minutes=rule.window_minutes - 1)).astimezone(UTC)
     oldest_key = oldest.strftime("%Y-%m-%dT%H:%M")
     digest.minutes = {k: n for k, n in digest.minutes.items() if k >= oldest_key}
-    return sum(digest.minutes.values())
 
 
 def _due(rule: AlertRule, digest: AlertDigest, now: datetime) -> str | None:
     """Why the digest goes out now ("new_group" or "digest"), or None."""
-    if not digest.triggered_at and _window_count(digest, rule, now) >= rule.threshold:
+    if not digest.triggered_at and _busiest_window(digest, rule) >= rule.threshold:
         digest.triggered_at = now
+    _forget_old_minutes(digest, rule, now)
     if in_quiet_hours(rule, now):
         return None
     if rule.alert_new_groups and digest.new_groups:

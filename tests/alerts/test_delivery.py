@@ -187,6 +187,26 @@ def test_it_sends_an_attempt_once_however_often_it_is_delivered(endpoint):
     assert (attempt.status, len(endpoint.requests)) == ("sent", 1)
 
 
+def test_an_attempt_whose_worker_died_while_sending_is_sent_again(endpoint):
+    """Claimed (`sending`, committed before the request) by a worker that then died: the
+    attempt would stay `sending`, and its alert unsent, for ever."""
+    hook = add_channel("webhook", endpoint)
+    now = timezone.now()
+    dead, busy = (
+        AlertAttempt.objects.create(
+            channel=hook, channel_name=hook.name, kind="test", not_before=at, created_at=at,
+            status="sending", started_at=at,
+        )
+        for at in (now - timedelta(minutes=6), now - timedelta(seconds=5))
+    )  # fmt: skip
+    assert delivery.overdue(now) == [dead.id]
+    assert delivery.deliver_attempt(dead.id) is None
+    dead.refresh_from_db()
+    busy.refresh_from_db()
+    assert (dead.status, len(endpoint.requests)) == ("sent", 1)
+    assert busy.status == "sending"  # still within its worker's time: left to it
+
+
 def test_it_requeues_attempts_whose_task_was_lost(endpoint):
     hook = add_channel("webhook", endpoint)
     now = timezone.now()

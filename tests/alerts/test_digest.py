@@ -95,6 +95,37 @@ def test_it_alerts_only_when_the_threshold_is_met_within_the_window(endpoint):
     assert [r.json()["count"] for r in endpoint.requests] == [10]
 
 
+@pytest.mark.parametrize("window", [1, 5])
+def test_a_burst_counts_in_the_minutes_it_arrived_whenever_it_is_evaluated(
+    default_rule, endpoint, window
+):
+    """The window is the arrivals' own: ten within a minute meet "10 within 1 minute" when
+    the pass comes just after the minute turned, and "10 within 5" when it comes five
+    minutes late (beat was down). Both were missed: the window ended at the pass."""
+    add_channel("webhook", endpoint)
+    default_rule.threshold, default_rule.window_minutes = 10, window
+    default_rule.alert_new_groups = False
+    default_rule.save()
+    minute = (timezone.now() - timedelta(hours=1)).replace(second=0, microsecond=0)
+    arrive("orders.dlq", 10, at=minute + timedelta(seconds=50), spread=timedelta(seconds=8))
+
+    run(minute + timedelta(minutes=window, seconds=17))
+    assert [r.json()["count"] for r in endpoint.requests] == [10]
+
+
+def test_arrivals_spread_wider_than_the_window_do_not_meet_it(default_rule, endpoint):
+    add_channel("webhook", endpoint)
+    default_rule.threshold, default_rule.window_minutes = 10, 2
+    default_rule.alert_new_groups = False
+    default_rule.save()
+    minute = (timezone.now() - timedelta(hours=1)).replace(second=0, microsecond=0)
+    for at in (0, 2, 4):  # 12 in all, never more than 4 within two minutes
+        arrive("orders.dlq", 4, at=minute + timedelta(minutes=at, seconds=30))
+        run(minute + timedelta(minutes=at, seconds=40))
+    run(minute + timedelta(minutes=5))
+    assert endpoint.requests == []
+
+
 @pytest.mark.usefixtures("ten_in_five")
 def test_it_forgets_arrivals_that_stayed_below_the_threshold(default_rule, endpoint):
     t0 = timezone.now() - timedelta(hours=1)

@@ -154,7 +154,7 @@ def test_it_answers_404_to_an_unknown_job(operator):
     [
         ({"action": "delete", "ids": [1], "reason": "r"}, {"action"}),
         ({"action": "discard", "reason": "r"}, {"ids"}),
-        ({"action": "discard", "ids": [1], "filter": {}, "reason": "r"}, {"ids"}),
+        ({"action": "discard", "ids": [1], "filter": {"status": "parked"}, "reason": "r"}, {"ids"}),
         ({"action": "discard", "ids": [], "reason": "r"}, {"ids"}),
         ({"action": "discard", "ids": [0, "x"], "reason": "r"}, {"ids.0", "ids.1"}),
         (
@@ -166,6 +166,18 @@ def test_it_answers_404_to_an_unknown_job(operator):
             {"filter.status", "filter.received_after"},
         ),
         ({"action": "discard", "filter": {"queue": "a\x00"}, "reason": "r"}, {"filter.queue"}),
+        # Dropped, these would select every parked message.
+        (
+            {"action": "replay", "filter": {"queues": "orders.dlq"}, "reason": "r"},
+            {"filter.queues"},
+        ),
+        ({"action": "replay", "filter": {"queue": ""}, "reason": "r"}, {"filter"}),
+        (
+            {"action": "replay", "filter": {"queue": " ", "status": "parked"}, "reason": "r"},
+            {"filter"},
+        ),
+        ({"action": "discard", "filter": {}, "reason": "r"}, {"filter"}),
+        ({"action": "discard", "filter": {"queue": None}, "reason": "r"}, {"filter"}),
         ({"action": "replay", "ids": [1], "target": "sideways", "reason": "r"}, {"target"}),
         ({"action": "replay", "ids": [1], "rate_per_s": 0, "reason": "r"}, {"rate_per_s"}),
         ({"action": "replay", "ids": [1]}, {"reason"}),
