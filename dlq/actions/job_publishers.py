@@ -57,7 +57,7 @@ class Publishers:
         return publisher
 
     def _broker_answers(self) -> bool:
-        if any(not p.broken for p in self.open.values()):
+        if any(not p.broken for p in list(self.open.values())):  # read by two threads
             return True
         try:
             amqp.ping(settings.DLQ_BROKER_URL)
