@@ -25,6 +25,9 @@ from dlq.alerts.formats import Alert, Format, SlackFormat, TelegramFormat, cap, 
 
 TIMEOUT_S = 10
 MAX_TRIES = 3
+# 4xx answers that say "not now" (timed out reading us, too early, too many), not "never":
+# retried like a 5xx, never a reason to switch a channel off.
+TRANSIENT_4XX = frozenset({408, 425, 429})
 BACKOFF_S = (2.0, 10.0)  # waits before the 2nd and 3rd try when the server gives no hint
 MAX_WAIT_S = 900.0  # a server asking for a longer pause is not waited for
 MAX_BODY = 64 * 1024
@@ -173,7 +176,7 @@ class HttpNotifier:
         is never shown or logged (it may hold internal data, or echo a token)."""
         return TransportError(
             f"{self.kind} answered HTTP {response.status}: {answer_meaning(response.status)}",
-            permanent=400 <= response.status < 500 and response.status != 429,
+            permanent=400 <= response.status < 500 and response.status not in TRANSIENT_4XX,
             retry_after=self.retry_after(response),
             status=response.status,
         )
@@ -257,7 +260,8 @@ class TelegramNotifier(HttpNotifier):
 
 
 class WebhookNotifier(HttpNotifier):
-    """POST the alert as JSON. Any 4xx but 429 is permanent: the endpoint refuses us."""
+    """POST the alert as JSON. A 4xx is permanent (the endpoint refuses us) but for the
+    ones that mean "not now" (TRANSIENT_4XX)."""
 
     kind = "webhook"
     good = frozenset({200, 201, 202, 204})
@@ -309,6 +313,8 @@ def answer_meaning(status: int) -> str:
         return "gone: the webhook or chat no longer exists"
     if status == 429:
         return "rate limited"
+    if status in TRANSIENT_4XX:
+        return "not now (timed out or too early): tried again"
     if 400 <= status < 500:
         return "the request was refused"
     if status >= 500:

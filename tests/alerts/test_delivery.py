@@ -103,6 +103,18 @@ def test_it_retries_a_server_error_a_few_times_then_gives_up(endpoint, quick_bac
     assert hook.enabled  # a transient failure never switches a channel off
 
 
+@pytest.mark.parametrize("status", [408, 425])
+def test_a_webhook_4xx_that_means_not_now_is_retried(endpoint, quick_backoff, status):
+    hook = add_channel("webhook", endpoint)
+    endpoint.reply(status, b"later")
+
+    last = channels.send_test(hook)
+
+    hook.refresh_from_db()
+    assert tries(hook) == [(1, "failed", status), (2, "sent", 200)]
+    assert last.status == "sent" and hook.enabled
+
+
 def test_it_treats_a_webhook_4xx_as_permanent(endpoint):
     hook = add_channel("webhook", endpoint)
     endpoint.reply(422, b"unprocessable")
