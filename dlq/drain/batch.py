@@ -1,30 +1,14 @@
-"""What the drainer stores at once: the deliveries gathered on the main thread, the batch
-handed to the writer thread (dlq/drain/writer.py), and the rows made of it.
+"""What the drainer stores at once: the deliveries gathered on the main thread into the batch
+handed to the writer thread (dlq/drain/handoff.py), and the rows made of it.
 """
 
 import contextlib
 import logging
-import threading
-from dataclasses import dataclass, field
 
-from dlq.drain import pending
+from dlq.drain.handoff import Batch
 from dlq.messages.ingest import Delivery, build_row, fallback_row, legacy_fingerprint
 
 log = logging.getLogger("dlq.drain")
-
-
-@dataclass(eq=False)  # hashed by identity (Writer.awaiting)
-class Batch:
-    id: str
-    generation: int
-    drainer: str
-    deliveries: list[Delivery]
-    last_tag: int
-    # Set by the main thread once it has decided: acked (sent to the broker) or not.
-    done: threading.Event = field(default_factory=threading.Event)
-    acked: bool = False
-    forget: pending.PreparedForget | None = None
-    owner: object = None  # the Drainer whose channel it came on (a writer may serve several)
 
 
 class Gathering:

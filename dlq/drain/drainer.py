@@ -2,10 +2,12 @@
 
 Two threads. The main thread owns the AMQP connection: it runs pika's I/O loop (so
 heartbeats flow however slow the database is), gathers deliveries into batches and sends
-the acks (this module; batches: dlq/drain/batch.py). The writer thread (dlq/drain/writer.py)
-turns a batch into rows and commits it (dlq/drain/store.py), then hands the ack back to the
-main thread through `add_callback_threadsafe`. The broker's prefetch window bounds what is
-held in memory, whatever the queue depth.
+the acks (this module; batches: dlq/drain/batch.py; connecting, reconnecting and stopping:
+dlq/drain/lifecycle.py). The writer thread (dlq/drain/writer.py) turns a batch into rows
+and commits it (dlq/drain/store.py), then hands the ack back to the main thread through
+`add_callback_threadsafe`. What crosses between the two threads, and in which order, is
+dlq/drain/handoff.py's. The broker's prefetch window bounds what is held in memory,
+whatever the queue depth.
 
 Around each ack, two things keep the idempotency scheme of store.py exact: the batch's
 pending record is deleted within microseconds of the ack (pending.PreparedForget), so a crash
@@ -16,23 +18,21 @@ did not (_acked).
 Tests: tests/drain/ (test_crash.py, test_outage.py, test_queues.py).
 """
 
-import contextlib
 import logging
 import os
 import queue as queuelib
 import socket
 import threading
 import time
-import uuid
 from functools import partial
 
 from django.conf import settings
 
-from dlq import compiled
 from dlq.broker import amqp, names
-from dlq.drain.backoff import Backoff
-from dlq.drain.batch import Batch, Gathering
+from dlq.drain.batch import Gathering
+from dlq.drain.handoff import Batch, NoteQueues, Tally, WorkItem
 from dlq.drain.ledger import AckLedger
+from dlq.drain.lifecycle import Lifecycle
 from dlq.drain.queues import Discovery, queues_empty
 from dlq.drain.writer import Writer
 from dlq.messages.ingest import Delivery, build_row
@@ -41,7 +41,10 @@ log = logging.getLogger("dlq.drain")
 _PERSISTENT = amqp.make_properties({"delivery_mode": 2}, None)
 
 
-class Drainer:
+class Drainer(Lifecycle):
+    """One vhost's drainer: its state, its consuming loop and its acks, on its main thread
+    (its life cycle: Lifecycle). The writer thread touches it only as handoff.Owner."""
+
     def __init__(
         self,
         patterns=None,
@@ -72,11 +75,10 @@ class Drainer:
         self.conn = self.channel = None
         self.consumers: dict[str, str] = {}
         self.unacked: set[str] = set()
-        self.ledger = AckLedger(lambda item: self._put(*item))  # see _acked
-        self.stored = 0  # counted by the writer thread
-        self.foreign_ledgers: list[str] = []  # found by the writer thread at start-up
-        # Items handed to the writer, and those it has done (each counter has one writer).
-        self.put_items = self.done_items = 0
+        self.ledger = AckLedger(self._put)  # see _acked
+        self.foreign_ledgers: list[str] = []  # the writer's answer at start-up (run)
+        self.put_items = 0  # handed to the writer (_put); done ones: the writer's tally
+        self.tally = Tally()
         self.conn_token, self.seq = "", 0
         self.gathered = Gathering(
             batch_size or settings.DLQ_DRAIN_BATCH, settings.DLQ_DRAIN_BATCH_BYTES
@@ -94,114 +96,20 @@ class Drainer:
         self.last_activity = time.monotonic()
         self.next_resolve = 0.0
 
-    def run(self) -> int:
-        """Drain until stopped (or, with once, until the queues are empty); the exit code."""
-        if self.owns_writer:
-            writer = threading.Thread(target=self.writer.loop, name="dlq-writer", daemon=True)
-            writer.start()
-        found = threading.Event()
-        self._put("ledgers", found)
-        # Before consuming: a dead drainer's acked batch left pending would make twins of its
-        # messages look like copies. A shared writer may answer after other vhosts' batches.
-        while not found.wait(1) and not self.stopping.is_set():
-            pass
-        backoff = Backoff()
-        try:
-            while not self.stopping.is_set():
-                try:
-                    self._connect()
-                    backoff.reset()
-                    if self._consume():
-                        break
-                except amqp.AllErrors as e:
-                    self._lost(e)
-                    if self.once:
-                        log.error("broker unavailable, giving up", extra={"error": repr(e)})
-                        return 2
-                    wait = backoff.next()
-                    log.warning(
-                        "backing off because the broker is unavailable",
-                        extra={"error": repr(e), "vhost": self.vhost, "retry_in_s": round(wait, 1)},
-                    )
-                    self.stopping.wait(wait)
-            return self._shutdown()
-        finally:
-            self._let_go()
-            if self.owns_writer:
-                self.writer.finish()
-                writer.join(timeout=5)
+    @property
+    def stored(self) -> int:
+        """New rows stored from this drainer's batches (counted by the writer thread)."""
+        return self.tally.stored
 
-    def _let_go(self) -> None:
-        """This drainer is done, however it ended: a writer shared with other vhosts must
-        neither wait for its acks nor store its batches still queued (the broker gives
-        their messages to someone else once the connection is gone)."""
-        self.generation += 1
-        self.writer.wake(self)
-        if self.conn is not None and self.conn.is_open:
-            with contextlib.suppress(*amqp.AllErrors):
-                self.conn.close()
-
-    def stop(self, *_signal_args) -> None:
-        """Signal handler: only set the flag; the loop finishes the batch in hand."""
-        self.stopping.set()
-
-    def _connect(self) -> None:
-        self.conn = amqp.connect(self.url, self.name, self.heartbeat, vhost=self.vhost)
-        self._open_channel()
-        self.generation += 1
-        # Batch ids are this connection's token and a sequence number: in ack order, so
-        # that one id read from a ledger settles every batch of that connection up to it.
-        self.conn_token, self.seq = uuid.uuid4().hex[:24], 0
-        self.drainer_id = f"{self.name} {self.ledger.token} {self.conn_token}"
-        self.consumers = {}
-        self.gathered.reset()
-        log.info(
-            "connected",
-            extra={
-                "broker": amqp.describe(self.url),
-                "vhost": self.vhost,
-                "ledger": self.ledger.name,
-                "compiled": compiled.describe(),  # the hot path's speed (setup.py)
-            },
-        )
-        self._declare_ledger()
-        # Before consuming: restored before any redelivery is stored.
-        self.ledger.settle_doubts(self.conn)
-        self._settle_foreign_ledgers()
-        self.queues.forget()  # asked on the connection before: listed anew just below
-        self._resolve()
-        self.last_activity = time.monotonic()  # quiet time counts from here, not from start-up
-
-    def _open_channel(self) -> None:
-        self.channel = self.conn.channel()
-        self.channel.basic_qos(prefetch_count=self.prefetch)
-        self.channel.tx_select()  # acks and ledger notes take effect together (_acked)
-        self.channel.add_on_cancel_callback(self._on_cancel)
-
-    def _declare_ledger(self) -> None:
-        """Declare the ledger; one the broker refuses is replaced by a fresh one: waiting for
-        the node it lived on would stop draining this vhost for as long as it is down."""
-        try:
-            self.ledger.declare(self.channel)
-        except amqp.ChannelErrors as e:  # the broker closed the channel
-            self.ledger.renew(e)
-            self._open_channel()
-            self.drainer_id = f"{self.name} {self.ledger.token} {self.conn_token}"
-            self.ledger.declare(self.channel)
-
-    def _settle_foreign_ledgers(self) -> None:
-        """The ledgers of dead drainers that the writer found at start-up (settle_foreign)."""
-        self.ledger.settle_foreign(self.conn, self.foreign_ledgers)
-        self.foreign_ledgers = []
-
-    def _put(self, kind: str, argument) -> None:
-        """A chore for the writer thread, on behalf of this drainer."""
+    def _put(self, item: WorkItem) -> None:
+        """The one way to the writer thread: the item names this drainer, and is counted."""
+        item.owner = self
         self.put_items += 1
-        self.work.put((kind, self, argument))
+        self.work.put(item)
 
     def _outstanding(self) -> int:
         """This drainer's items the writer has not done yet."""
-        return self.put_items - self.done_items
+        return self.put_items - self.tally.done
 
     def _consume(self) -> bool:
         """Pump the I/O loop; True once a --once drain has found the queues empty."""
@@ -273,7 +181,7 @@ class Drainer:
             self._subscribe(queue["name"], queue.get("type") == "quorum")
             self.queues.subscribed(queue["name"])
         if new:
-            self._put("note", matched)
+            self._put(NoteQueues(matched))
             log.info(
                 f"draining {len(self.consumers)} queues",
                 extra={"queues": ",".join(sorted(self.consumers)), "added": len(new)},
@@ -317,10 +225,8 @@ class Drainer:
         self.seq += 1
         batch_id = f"{self.conn_token}{self.seq:08x}"
         batch = self.gathered.take(batch_id, self.generation, self.drainer_id)
-        batch.owner = self
         self.unacked.add(batch.id)
-        self.put_items += 1
-        self.work.put(batch)
+        self._put(batch)
 
     def _acked(self, batch: Batch) -> None:
         """Runs on the main thread once the writer has committed the batch."""
@@ -372,68 +278,3 @@ class Drainer:
         """The writer has not settled the forget of this drainer's last batch yet."""
         batch = self.writer.in_flight
         return batch is not None and batch.owner is self
-
-    def _lost(self, error: Exception) -> None:
-        """The connection or channel failed: what is unacked will be redelivered."""
-        self.generation += 1  # the writer drops batches of the old channel it has not begun
-        self.writer.wake(self)
-        self.ledger.lost()
-        self.unacked.clear()
-        self.gathered.reset()
-        self.consumers = {}
-        if self.conn and self.conn.is_open:
-            with contextlib.suppress(amqp.AllErrors):
-                self.conn.close()
-        log.warning("connection lost", extra={"error": repr(error)})
-
-    def _shutdown(self) -> int:
-        """Finish the batch in hand: commit, ack and forget it, then close.
-
-        No basic.cancel first: pika answers it by rejecting (requeueing) the deliveries it
-        has buffered, and another drainer would receive those as redeliveries while this
-        drainer's batches are still pending, and take twins of them for copies. Deliveries
-        that arrive from now on are left unacked instead; closing the connection returns
-        them to the queue once nothing of this drainer is pending any more.
-        """
-        self.stopping.set()
-        if not (self.conn and self.conn.is_open):
-            if self.ledger.doubts:
-                log.warning(
-                    "stopped before reading the ack ledger; if the broker dropped acks with"
-                    " the connection, those batches are stored twice",
-                    extra={"batches": ",".join(pk for pk, _ in self.ledger.doubts)},
-                )
-            return 0
-        try:
-            if self.gathered.deliveries:
-                self._flush()
-            deadline = time.monotonic() + 60
-            # Until the writer has settled the last forget too: with the ledger deleted and
-            # the connection closed, a batch left pending could no longer be settled.
-            while (
-                self.unacked or self._outstanding() or self._in_flight()
-            ) and time.monotonic() < deadline:
-                self.conn.process_data_events(time_limit=0.05)
-            self.channel.queue_delete(self.ledger.name)  # a clean close settles every ack
-            self.conn.close()
-        except amqp.AllErrors as e:
-            self.generation += 1  # the writer must not wait for acks that cannot come
-            self.writer.wake(self)
-            # No ledger to read any more: if the broker dropped the last acks, those batches
-            # are stored twice.
-            log.warning(
-                "connection lost while stopping",
-                extra={
-                    "error": repr(e),
-                    "last_acked": ",".join(pk for pk, _ in list(self.ledger.sent)[-2:]),
-                },
-            )
-            return 0 if not self.unacked else 1
-        if self.unacked:
-            log.error(
-                "stopped with batches not stored; the broker keeps them",
-                extra={"batches": len(self.unacked)},
-            )
-            return 1
-        log.info("stopped", extra={"stored": self.stored})
-        return 0

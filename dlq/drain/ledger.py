@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 
 from dlq.broker import amqp
+from dlq.drain.handoff import ForgetUpto, Restore, WorkItem
 
 log = logging.getLogger("dlq.drain")
 LEDGER_PREFIX = "dlq-drain-acks."
@@ -29,10 +30,10 @@ class AckLedger:
     """This drainer's ledger, kept by the main thread. The ledger is a queue of this drainer
     that keeps the id of the last batch whose ack the broker processed; `sent` holds the
     batches acked on the current connection; `doubts` those acked on a connection that was
-    then lost, until the ledger is read. What that settles goes to the writer (`work`)."""
+    then lost, until the ledger is read. What that settles goes to the writer (`put`)."""
 
-    def __init__(self, put: Callable[[tuple], None]):
-        self.put = put  # to the writer: ("forget_upto" | "restore", argument)
+    def __init__(self, put: Callable[[WorkItem], None]):
+        self.put = put  # the drainer's counting put, to the writer thread
         self.token = uuid.uuid4().hex
         self.name = f"{LEDGER_PREFIX}{self.token}"
         # (batch id, drainer) pairs, not batches: the deliveries must not outlive the ack.
@@ -89,13 +90,13 @@ class AckLedger:
         self.doubts = []
         if counted:
             # A commit whose answer the connection took with it left its batch pending.
-            self.put(("forget_upto", last))
+            self.put(ForgetUpto(last))
         if dropped:
             log.warning(
                 "the broker dropped acks with the connection; their batches are pending again",
                 extra={"batches": ",".join(pk for pk, _ in dropped)},
             )
-            self.put(("restore", dropped))
+            self.put(Restore(dropped))
 
     def settle_foreign(self, conn, ledgers: list[str]) -> None:
         """At start-up: the pending batches that drainers which died left behind.
@@ -109,7 +110,7 @@ class AckLedger:
         for name in ledgers:
             last = read_ledger(conn, name)
             if last is not None:
-                self.put(("forget_upto", last))
+                self.put(ForgetUpto(last))
 
 
 def read_ledger(conn, name: str) -> str | None:

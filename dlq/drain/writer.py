@@ -1,11 +1,10 @@
 """The drainer's writer thread: store each batch in one transaction, have the main thread
 ack it, and forget the batch as the ack goes out (dlq/drain/drainer.py says how the two
-threads work together).
+threads work together, dlq/drain/handoff.py what crosses between them).
 """
 
 import logging
 import queue as queuelib
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -15,26 +14,36 @@ from django.db import connection as db
 
 from dlq.drain import heartbeat, pending, store
 from dlq.drain.backoff import Backoff
-from dlq.drain.batch import Batch, rows_of
+from dlq.drain.batch import rows_of
+from dlq.drain.handoff import (
+    STOP,
+    Batch,
+    FindLedgers,
+    ForgetUpto,
+    NoteQueues,
+    Owner,
+    Restore,
+    WorkItem,
+)
 from dlq.drain.ledger import LEDGER_EXPIRES_S, foreign_ledgers
 
 log = logging.getLogger("dlq.drain")
-STOP = object()
 # A database outage is retried at least this often: the broker keeps the messages meanwhile,
 # and a drainer that waited 30 s after the database came back would only let queues grow.
 DB_RETRY_CAP_S = 5.0
 
 
 class Writer:
-    """The writer thread (`loop`), and what it owns. Drainers hand it work through `work`:
-    batches, and a few chores as tuples `(kind, owner, argument)`. One writer may serve
-    several drainers (dlq/drain/estate.py: one per vhost): every batch and chore names its
-    drainer (`owner`), whose channel generation, ack and counters it concerns. Besides,
-    a drainer only reads `in_flight`, and calls `wake` and (the writer's owner) `finish`."""
+    """The writer thread (`loop`), and what it owns. Drainers hand it work items through
+    `work` (dlq/drain/handoff.py): batches, and a few chores. One writer may serve several
+    drainers (dlq/drain/estate.py: one per vhost): every item names its drainer (`owner`),
+    whose channel generation, ack and tally it concerns. Besides, a drainer only reads
+    `in_flight` and `work.unfinished_tasks`, and calls `wake` and (the writer's owner)
+    `finish`."""
 
     def __init__(
         self,
-        work: queuelib.Queue,
+        work: queuelib.Queue[WorkItem],
         name: str,
         ledger_tokens: Callable[[], set[str]],
         queue_count: Callable[[], int],
@@ -51,7 +60,7 @@ class Writer:
 
     # --- called from the main thread ----------------------------------------------------
 
-    def wake(self, owner=None) -> None:
+    def wake(self, owner: Owner | None = None) -> None:
         """A drainer's channel is gone: no ack comes for its batches (all: every drainer's)."""
         for batch in list(self.awaiting):
             if owner is None or batch.owner is owner:
@@ -78,7 +87,7 @@ class Writer:
                         log.exception("the writer failed while idle; it goes on")
                     self.beat.tick(self.queue_count())
                     continue
-                owner = _owner(item)
+                owner = item.owner
                 try:
                     if not isinstance(item, Batch):
                         # Before anything else touches pending batches: the last batch's
@@ -92,27 +101,25 @@ class Writer:
                     log.exception("the writer failed on an item; the broker keeps its messages")
                 finally:
                     if owner is not None:
-                        owner.done_items += 1  # this thread's only; the drainer reads it
+                        owner.tally.done += 1
                     self.work.task_done()
         finally:
             self.beat.stopped()
             self.forget_conn.close()
             db.close()
 
-    def _do(self, item) -> None:
+    def _do(self, item: WorkItem) -> None:
         if isinstance(item, Batch):
             if item.generation == item.owner.generation:
                 self._store(item)
-            return
-        kind, owner, argument = item
-        if kind == "note":
-            self._note_queues(owner.vhost, argument)
-        elif kind == "restore":
-            self._restore(argument)
-        elif kind == "ledgers":
-            self._find_foreign_ledgers(owner, argument)
-        elif kind == "forget_upto":
-            self._forget_upto(argument)
+        elif isinstance(item, NoteQueues):
+            self._note_queues(item.owner.vhost, item.queues)
+        elif isinstance(item, Restore):
+            self._restore(item.batches)
+        elif isinstance(item, FindLedgers):
+            self._find_foreign_ledgers(item)
+        elif isinstance(item, ForgetUpto):
+            self._forget_upto(item.last_acked)
 
     def _store(self, batch: Batch) -> None:
         rows = rows_of(batch.deliveries)
@@ -139,7 +146,7 @@ class Writer:
                 else:
                     log.exception("could not store a batch", extra={"retry_in_s": round(wait, 1)})
                 time.sleep(wait)
-        batch.owner.stored += new  # this thread's only; the drainer reads it
+        batch.owner.tally.stored += new
         log.info(
             "batch stored",
             extra={
@@ -200,7 +207,7 @@ class Writer:
             if batch.acked and not forgotten:
                 self._forget([batch.id])  # SQLite, or the prepared forget failed: now or later
         finally:
-            # Drainer._shutdown waits for this before it closes the connection.
+            # Lifecycle._shutdown waits for this before it closes the connection.
             self.in_flight = None
 
     def _take_acked(self) -> list[str]:
@@ -243,7 +250,7 @@ class Writer:
                 )
                 time.sleep(wait)
 
-    def _find_foreign_ledgers(self, owner, found: threading.Event) -> None:
+    def _find_foreign_ledgers(self, asked: FindLedgers) -> None:
         try:
             try:
                 drainers = pending.pending_drainers(max_age_s=LEDGER_EXPIRES_S)
@@ -251,9 +258,9 @@ class Writer:
                 db.close()
                 log.warning("could not look for pending batches", extra={"error": str(e).strip()})
                 drainers = []
-            owner.foreign_ledgers = foreign_ledgers(drainers, self.ledger_tokens())
+            asked.ledgers = foreign_ledgers(drainers, self.ledger_tokens())
         finally:
-            found.set()  # after the list is there: the drainer reads it once it is set
+            asked.answered.set()  # after the list is there: the drainer reads it once set
 
     def _forget_upto(self, last_acked: str) -> None:
         try:
@@ -274,10 +281,3 @@ class Writer:
         except DatabaseError as e:
             db.close()
             log.warning("could not record drained queues", extra={"error": str(e).strip()})
-
-
-def _owner(item):
-    """The drainer a work item is for (None: STOP)."""
-    if isinstance(item, Batch):
-        return item.owner
-    return item[1] if isinstance(item, tuple) else None
