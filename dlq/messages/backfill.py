@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from dlq.messages import deaths, symfony
-from dlq.messages.ingest import clean, dumps, fit
+from dlq.messages import symfony
+from dlq.messages.ingest import death_columns
 from dlq.models import DrainedQueue, Message, MessageVersion
 
 log = logging.getLogger("dlq.backfill")
@@ -27,27 +27,12 @@ FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reas
 
 
 def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: bool) -> dict:
-    death = deaths.read(headers, quorum, properties.get("type"), m.routing_key, body)
-    keys = [clean(k) for k in death.original_routing_keys]
+    fresh = death_columns(headers, properties, m.vhost, m.routing_key, body, quorum)
     # The delivery count read again only where Symfony's stamps say it: elsewhere it may
     # hang on whether the parking queue was a quorum queue then, which no row records.
-    count = death.delivery_count if symfony.read(headers, body) else m.delivery_count
-    return {
-        "message_type": clean(death.message_type),
-        "first_death_at": death.first_death_at,
-        "group": death.group(m.vhost),
-        "failed_queue": clean(death.failed_queue),
-        "death_reason": clean(death.reason, 32),
-        "exception_type": clean(death.exception_type),
-        "exception_message": clean(death.exception_message, None),
-        "exception_stacktrace": clean(death.exception_stacktrace, None),
-        "delivery_count": fit(count),
-        "original_exchange": None
-        if death.original_exchange is None
-        else clean(death.original_exchange),
-        "original_routing_keys_json": dumps(keys),
-        "original_routing_key": keys[0] if keys else "",
-    }
+    if not symfony.read(headers, body):
+        fresh["delivery_count"] = m.delivery_count
+    return {name: fresh[name] for name in FIELDS}
 
 
 def run(batch: int = BATCH, progress: Callable[[int, int, int], None] | None = None) -> int:

@@ -307,18 +307,20 @@ def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
 def read(
     headers: dict,
     parking_queue_is_quorum: bool = False,
-    amqp_type=None,
+    properties: dict | None = None,
     routing_key: str = "",
     body: bytes = b"",
 ) -> Death:
-    """Everything the console derives from a message's headers (and its AMQP `type`
-    property, the message type when no framework header names one; the routing key it
-    was delivered with and its body, for Symfony Messenger)."""
+    """Everything the console derives from a message's headers (and its properties, as
+    properties_to_json gives them: the AMQP `type` is the message type when no framework
+    names one; the routing key it was delivered with and its body, for Symfony Messenger)."""
     death = Death()
+    props = properties or {}
     entries = x_death_entries(headers)
     if entries:
         _from_x_death(death, headers, entries)
     _from_frameworks(death, _framework_text(headers), routing_key, body)
+    amqp_type = props.get("type")
     if not death.message_type and isinstance(amqp_type, str):  # {"base64"}: not UTF-8
         death.message_type = amqp_type
     count = _delivery_count(headers, parking_queue_is_quorum)

@@ -156,11 +156,13 @@ def test_the_first_death_time_is_the_named_entrys_not_the_oldest():
 
 
 def test_the_message_type_falls_back_to_the_amqp_type_property():
-    assert deaths.read({}, amqp_type="billing.InvoiceDue").message_type == "billing.InvoiceDue"
+    assert deaths.read({}, properties={"type": "billing.InvoiceDue"}).message_type == (
+        "billing.InvoiceDue"
+    )
     celery = typed_table({"task": "orders.tasks.charge"})
-    assert deaths.read(celery, amqp_type="ignored").message_type == "orders.tasks.charge"
-    assert deaths.read({}, amqp_type={"base64": "/w=="}).message_type == ""  # not UTF-8
-    typed_one = deaths.read({}, amqp_type="billing.InvoiceDue")
+    assert deaths.read(celery, properties={"type": "ignored"}).message_type == "orders.tasks.charge"
+    assert deaths.read({}, properties={"type": {"base64": "/w=="}}).message_type == ""  # not UTF-8
+    typed_one = deaths.read({}, properties={"type": "billing.InvoiceDue"})
     assert deaths.read({}).group("/") != typed_one.group("/")
 
 
