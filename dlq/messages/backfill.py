@@ -3,7 +3,9 @@ arrival: the message type (0.4.0 reads the AMQP `type` property too), the first 
 time (from the entry `x-first-death-*` names), the failed queue and reason past a retry
 queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0); what
 Symfony Messenger's stamps and PHP-serialized envelopes say (0.6.0: message type, exception,
-retries, the queue where the handler failed and the route back to it).
+retries, the queue where the handler failed and the route back to it); the type that
+MassTransit's envelope (`messageType` in the body) and NServiceBus's enclosed message types
+name without a failure's headers.
 
 In batches by id, each its own transaction: safe to stop and to run again. An edited message
 is derived from the version the drainer stored, as on arrival.
