@@ -3,7 +3,9 @@ arrival: the message type (0.4.0 reads the AMQP `type` property too), the first 
 time (from the entry `x-first-death-*` names), the failed queue and reason past a retry
 queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0); what
 Symfony Messenger's stamps and PHP-serialized envelopes say (0.6.0: message type, exception,
-retries, the queue where the handler failed and the route back to it).
+retries, the queue where the handler failed and the route back to it); the type that
+MassTransit's envelope (`messageType` in the body) and NServiceBus's enclosed message types
+name without a failure's headers.
 
 In batches by id, each its own transaction: safe to stop and to run again. An edited message
 is derived from the version the drainer stored, as on arrival.
@@ -15,8 +17,8 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from dlq.messages import deaths, symfony
-from dlq.messages.ingest import clean, dumps, fit
+from dlq.messages import symfony
+from dlq.messages.ingest import death_columns
 from dlq.models import DrainedQueue, Message, MessageVersion
 
 log = logging.getLogger("dlq.backfill")
@@ -27,27 +29,12 @@ FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reas
 
 
 def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: bool) -> dict:
-    death = deaths.read(headers, quorum, properties.get("type"), m.routing_key, body)
-    keys = [clean(k) for k in death.original_routing_keys]
+    fresh = death_columns(headers, properties, m.vhost, m.routing_key, body, quorum)
     # The delivery count read again only where Symfony's stamps say it: elsewhere it may
     # hang on whether the parking queue was a quorum queue then, which no row records.
-    count = death.delivery_count if symfony.read(headers, body) else m.delivery_count
-    return {
-        "message_type": clean(death.message_type),
-        "first_death_at": death.first_death_at,
-        "group": death.group(m.vhost),
-        "failed_queue": clean(death.failed_queue),
-        "death_reason": clean(death.reason, 32),
-        "exception_type": clean(death.exception_type),
-        "exception_message": clean(death.exception_message, None),
-        "exception_stacktrace": clean(death.exception_stacktrace, None),
-        "delivery_count": fit(count),
-        "original_exchange": None
-        if death.original_exchange is None
-        else clean(death.original_exchange),
-        "original_routing_keys_json": dumps(keys),
-        "original_routing_key": keys[0] if keys else "",
-    }
+    if not symfony.read(headers, body):
+        fresh["delivery_count"] = m.delivery_count
+    return {name: fresh[name] for name in FIELDS}
 
 
 def run(batch: int = BATCH, progress: Callable[[int, int, int], None] | None = None) -> int:

@@ -12,7 +12,7 @@ from datetime import datetime
 from urllib.parse import unquote, urlsplit
 
 from dlq.broker.codec import plain
-from dlq.messages import symfony
+from dlq.messages import masstransit, symfony
 
 RETRY_COUNTER_HEADERS = ("retry-count", "x-retry-count", "x-retries", "MT-Fault-RetryCount")
 
@@ -192,7 +192,9 @@ def _framework_text(h: dict) -> dict[str, str]:
     return text
 
 
-def _from_frameworks(death: Death, text: dict, routing_key: str, body: bytes) -> None:
+def _from_frameworks(
+    death: Death, text: dict, envelope: symfony.Envelope | None, routing_key: str
+) -> None:
     """Failure details from Spring AMQP, MassTransit, NServiceBus, Symfony and Celery."""
     # Spring AMQP (RepublishMessageRecoverer)
     if "x-exception-message" in text or "x-exception-stacktrace" in text:
@@ -205,7 +207,6 @@ def _from_frameworks(death: Death, text: dict, routing_key: str, body: bytes) ->
         death.exception_type = text.get("MT-Fault-ExceptionType", "")
         death.exception_message = text.get("MT-Fault-Message", "")
         death.exception_stacktrace = text.get("MT-Fault-StackTrace", "")
-        death.message_type = text.get("MT-Fault-MessageType", "") or text.get("MT-MessageType", "")
         death.reason = death.reason or text.get("MT-Reason", "")
     # NServiceBus (error queue)
     prefix = "NServiceBus.ExceptionInfo."
@@ -213,15 +214,31 @@ def _from_frameworks(death: Death, text: dict, routing_key: str, body: bytes) ->
         death.exception_type = text.get(prefix + "ExceptionType", "")
         death.exception_message = text.get(prefix + "Message", "")
         death.exception_stacktrace = text.get(prefix + "StackTrace", "")
-        enclosed = text.get("NServiceBus.EnclosedMessageTypes", "")
-        death.message_type = enclosed.split(";")[0].split(",")[0].strip()
-    envelope = symfony.from_headers(text) or symfony.from_body(body)
     if envelope is not None:
         _from_symfony(death, envelope, routing_key)
-    if not death.message_type:  # Symfony's JSON serializer, Spring's JSON converter, Celery
-        names = ("type", "__TypeId__", "task")
-        death.message_type = next((text[n] for n in names if text.get(n)), "")
     _original_route_without_x_death(death, text)
+
+
+def _framework_type(text: dict, envelope: symfony.Envelope | None, props: dict, body: bytes) -> str:
+    """The message's type as its framework names it, from whatever that framework wrote:
+    a type header says the type whether or not the framework also moved the message and
+    wrote why (a message the broker dead-lettered carries no exception headers)."""
+    # MassTransit: its error queue's header, a raw serializer's header ("urn:...;urn:..."),
+    # else the envelope in the body (its default serializer).
+    mt_type = text.get("MT-Fault-MessageType") or text.get("MT-MessageType")
+    if mt_type:
+        return mt_type.split(";")[0]
+    # NServiceBus: "Type, Assembly, Version=...;Interface, Assembly", the message's own first
+    enclosed = text.get("NServiceBus.EnclosedMessageTypes", "")
+    if enclosed:
+        return enclosed.split(";")[0].split(",")[0].strip()
+    if envelope is not None and envelope.message_type:  # Symfony, either serializer
+        return envelope.message_type
+    names = ("type", "__TypeId__", "task")  # Symfony's JSON serializer, Spring, Celery
+    named = next((text[n] for n in names if text.get(n)), "")
+    return named or masstransit.message_type(
+        body, props.get("content_type"), props.get("content_encoding")
+    )
 
 
 def _java_exception_type(trace: str, message: str) -> str:
@@ -245,7 +262,6 @@ def _java_exception_type(trace: str, message: str) -> str:
 
 
 def _from_symfony(death: Death, envelope: symfony.Envelope, routing_key: str) -> None:
-    death.message_type = death.message_type or envelope.message_type
     if envelope.exception_type or envelope.exception_message:
         death.exception_type = envelope.exception_type
         death.exception_message = envelope.exception_message
@@ -307,18 +323,24 @@ def _delivery_count(h: dict, parking_queue_is_quorum: bool) -> int | None:
 def read(
     headers: dict,
     parking_queue_is_quorum: bool = False,
-    amqp_type=None,
+    properties: dict | None = None,
     routing_key: str = "",
     body: bytes = b"",
 ) -> Death:
-    """Everything the console derives from a message's headers (and its AMQP `type`
-    property, the message type when no framework header names one; the routing key it
-    was delivered with and its body, for Symfony Messenger)."""
+    """Everything the console derives from a message's headers (and its properties, as
+    properties_to_json gives them: the AMQP `type` is the message type when no framework
+    names one, the content type says whether the body is MassTransit's envelope; the
+    routing key it was delivered with and its body, for Symfony Messenger)."""
     death = Death()
+    props = properties or {}
     entries = x_death_entries(headers)
     if entries:
         _from_x_death(death, headers, entries)
-    _from_frameworks(death, _framework_text(headers), routing_key, body)
+    text = _framework_text(headers)
+    envelope = symfony.from_headers(text) or symfony.from_body(body)
+    _from_frameworks(death, text, envelope, routing_key)
+    death.message_type = _framework_type(text, envelope, props, body)
+    amqp_type = props.get("type")
     if not death.message_type and isinstance(amqp_type, str):  # {"base64"}: not UTF-8
         death.message_type = amqp_type
     count = _delivery_count(headers, parking_queue_is_quorum)

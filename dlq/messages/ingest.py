@@ -177,15 +177,42 @@ def _origin(headers: dict) -> tuple[int | None, int]:
     return origin_id, max(count or 0, 0)
 
 
+def death_columns(
+    headers: dict, properties: dict, vhost: str, routing_key: str, body: bytes, quorum: bool
+) -> dict:
+    """The columns derived from how and why a message died (dlq/messages/deaths.py), from
+    its typed headers, its properties as properties_to_json gives them, the routing key it
+    was delivered with and its body. The drainer stores them on arrival and dlq_backfill
+    derives them again (dlq/messages/backfill.py) through this one function, so a message
+    stored either way gets the same values, and the same failure group above all."""
+    death = deaths.read(headers, quorum, properties, routing_key, body)
+    keys = [clean(k) for k in death.original_routing_keys]
+    return {
+        "original_exchange": None
+        if death.original_exchange is None
+        else clean(death.original_exchange),
+        "original_routing_keys_json": dumps(keys),
+        "original_routing_key": keys[0] if keys else "",
+        "failed_queue": clean(death.failed_queue),
+        "death_reason": clean(death.reason, 32),
+        "death_count": fit(death.count),
+        "delivery_count": fit(death.delivery_count),
+        "first_death_at": death.first_death_at,
+        "exception_type": clean(death.exception_type),
+        "exception_message": clean(death.exception_message, None),
+        "exception_stacktrace": clean(death.exception_stacktrace, None),
+        "message_type": clean(death.message_type),
+        "group": death.group(vhost),
+    }
+
+
 def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
     props = properties_to_json(d.properties)
     headers = d.properties.headers or {}
     props_json = dumps(props)
     headers_json = dumps(headers)
     routing_key = d.routing_key if isinstance(d.routing_key, str) else ""
-    death = deaths.read(headers, d.quorum, props.get("type"), routing_key, d.body)
     origin_id, replay_count = _origin(headers)
-    keys = [clean(k) for k in death.original_routing_keys]
     return {
         "queue": d.queue,
         "vhost": d.vhost,
@@ -201,21 +228,7 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
         "content_encoding": clean(props.get("content_encoding")),
         "exchange": clean(d.exchange),
         "routing_key": clean(d.routing_key),
-        "original_exchange": None
-        if death.original_exchange is None
-        else clean(death.original_exchange),
-        "original_routing_keys_json": dumps(keys),
-        "original_routing_key": keys[0] if keys else "",
-        "failed_queue": clean(death.failed_queue),
-        "death_reason": clean(death.reason, 32),
-        "death_count": fit(death.count),
-        "delivery_count": fit(death.delivery_count),
-        "first_death_at": death.first_death_at,
-        "exception_type": clean(death.exception_type),
-        "exception_message": clean(death.exception_message, None),
-        "exception_stacktrace": clean(death.exception_stacktrace, None),
-        "message_type": clean(death.message_type),
-        "group": death.group(d.vhost),
+        **death_columns(headers, props, d.vhost, routing_key, d.body, d.quorum),
         "replay_count": fit(replay_count),
         "previous_id": origin_id,  # resolved against the database when stored
         "lineage_id": None,

@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.conftest import drain_once, publish
+from tests.factories import client_for, make_user
 from tests.topology import get, last_reject, only, reject, stored, wait_depth, x_death
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -471,6 +472,14 @@ def test_it_records_the_first_death_time_of_the_entry_the_broker_named(channel, 
     with_name, without = stored(park, 2)
     assert with_name.first_death_at == datetime.fromtimestamp(new, UTC)  # not the oldest
     assert without.first_death_at is None  # no entry named: none passes for the first death
+    # Empty wherever it is shown: the API's list and detail, and the message page.
+    api, page = client_for(make_user("viewer"), token=True), client_for(make_user("viewer"))
+    listed = {m["id"]: m for m in api.get(f"/api/v1/messages?queue={park}").json()["results"]}
+    assert listed[with_name.pk]["first_death_at"] == "2023-11-14T22:23:20Z"
+    assert listed[without.pk]["first_death_at"] is None
+    assert api.get(f"/api/v1/messages/{without.pk}").json()["first_death_at"] is None
+    html = page.get(f"/messages/{without.pk}/").content.decode()
+    assert "<dt>First death</dt><dd>–</dd>" in html
 
 
 def test_it_groups_by_failure_and_never_by_body(channel, top):

@@ -1,5 +1,6 @@
 """`manage.py dlq_backfill`: messages stored before 0.4.0 get what 0.4.0 derives on arrival."""
 
+import json
 from io import StringIO
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from dlq.models import Message
 from tests.factories import make_message, make_messages
 
 pytestmark = pytest.mark.django_db
+SUBMIT_ORDER = "urn:message:Sales.Contracts:SubmitOrder"
 
 
 def _as_stored_before(m: Message) -> None:
@@ -84,3 +86,25 @@ def test_symfony_messages_stored_before_0_6_get_what_their_envelope_says():
     assert (m.message_type, m.exception_type) == ("App\\Message\\SubmitInvoice", "RuntimeException")
     assert (m.failed_queue, m.death_reason, m.delivery_count) == ("async", "handler_failed", 2)
     assert (m.original_exchange, m.original_routing_keys) == ("", ["async"])
+
+
+def test_masstransit_and_nservicebus_types_stored_without_them_are_derived_as_on_arrival():
+    """Stored before the envelope and enclosed types were read without failure headers."""
+    envelope = {"messageId": "2c00", "messageType": [SUBMIT_ORDER], "message": {"orderId": 42}}
+    masstransit = make_message(
+        body=json.dumps(envelope).encode(), content_type="application/vnd.masstransit+json"
+    )
+    enclosed = "Sales.Messages.PlaceOrder, Sales.Messages, Version=1.0.0.0"
+    nservicebus = make_message(headers={"NServiceBus.EnclosedMessageTypes": enclosed})
+    arrived = {m.pk: (m.message_type, m.group) for m in (masstransit, nservicebus)}
+    assert arrived[masstransit.pk][0] == SUBMIT_ORDER
+    assert arrived[nservicebus.pk][0] == "Sales.Messages.PlaceOrder"
+    for m in (masstransit, nservicebus):
+        _as_stored_before(m)
+
+    out = StringIO()
+    call_command("dlq_backfill", stdout=out)
+
+    assert "done: 2 messages changed" in out.getvalue()
+    for m in Message.objects.all():
+        assert (m.message_type, m.group) == arrived[m.pk]  # the group ingest gives, too

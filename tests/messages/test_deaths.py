@@ -4,6 +4,8 @@ import hashlib
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from dlq.broker.codec import typed, typed_table
 from dlq.messages import deaths
 
@@ -156,11 +158,13 @@ def test_the_first_death_time_is_the_named_entrys_not_the_oldest():
 
 
 def test_the_message_type_falls_back_to_the_amqp_type_property():
-    assert deaths.read({}, amqp_type="billing.InvoiceDue").message_type == "billing.InvoiceDue"
+    assert deaths.read({}, properties={"type": "billing.InvoiceDue"}).message_type == (
+        "billing.InvoiceDue"
+    )
     celery = typed_table({"task": "orders.tasks.charge"})
-    assert deaths.read(celery, amqp_type="ignored").message_type == "orders.tasks.charge"
-    assert deaths.read({}, amqp_type={"base64": "/w=="}).message_type == ""  # not UTF-8
-    typed_one = deaths.read({}, amqp_type="billing.InvoiceDue")
+    assert deaths.read(celery, properties={"type": "ignored"}).message_type == "orders.tasks.charge"
+    assert deaths.read({}, properties={"type": {"base64": "/w=="}}).message_type == ""  # not UTF-8
+    typed_one = deaths.read({}, properties={"type": "billing.InvoiceDue"})
     assert deaths.read({}).group("/") != typed_one.group("/")
 
 
@@ -171,3 +175,21 @@ def test_symfony_retries_are_the_highest_redelivery_stamp_not_the_last():
     key = "X-Message-Stamp-Symfony\\Component\\Messenger\\Stamp\\RedeliveryStamp"
     headers = typed_table({key: json.dumps(stamps)})
     assert deaths.read(headers).delivery_count == 3
+
+
+@pytest.mark.parametrize(
+    ("headers", "message_type"),
+    [
+        ({"MT-MessageType": "urn:message:Sales:SubmitOrder;urn:message:Sales:IOrder"},
+         "urn:message:Sales:SubmitOrder"),  # MassTransit's raw serializers
+        ({"NServiceBus.EnclosedMessageTypes": "Sales.PlaceOrder, Sales, Version=1.0.0.0"},
+         "Sales.PlaceOrder"),
+        ({"type": "App\\Message\\SendWelcomeEmail"}, "App\\Message\\SendWelcomeEmail"),
+        ({"__TypeId__": "com.example.Order"}, "com.example.Order"),
+        ({"task": "proj.tasks.charge", "id": "t-1", "retries": 0}, "proj.tasks.charge"),
+    ],
+)  # fmt: skip
+def test_each_framework_names_the_type_without_its_failure_headers(headers, message_type):
+    """A type header says the type whether or not its framework also wrote why it failed."""
+    died = typed_table({**headers, "x-death": [_entry("work", "rejected")]})
+    assert deaths.read(died).message_type == message_type

@@ -1,5 +1,6 @@
 """Failure details of the frameworks that park messages themselves, and the console's lineage."""
 
+import gzip
 import json
 
 import pytest
@@ -34,6 +35,37 @@ MASSTRANSIT_FAULT = {
     "MT-Fault-RetryCount": 3,
     "MT-Fault-Timestamp": "2024-05-01T12:00:00.0000000Z",
 }
+
+# MassTransit's default serializer on RabbitMQ: the type is only in the body's envelope.
+MASSTRANSIT_JSON = "application/vnd.masstransit+json"
+SUBMIT_ORDER = "urn:message:Sales.Contracts:SubmitOrder"
+
+
+def masstransit_envelope(message: dict, **fields) -> dict:
+    """An envelope as MassTransit 8's System.Text.Json serializer writes it (nulls left out):
+    ids and addresses, then messageType, then the message itself."""
+    return {
+        "messageId": "2c000000-3a1b-0015-5e8f-08dc69e1a6b2",
+        "conversationId": "2c000000-3a1b-0015-8f0e-08dc69e1a6b3",
+        "sourceAddress": "rabbitmq://localhost/sales/BUILD_AGENT_1_Sales_bus_ky6yyydhe4?temporary=true",
+        "destinationAddress": "rabbitmq://localhost/sales/submit_order",
+        "messageType": [SUBMIT_ORDER, "urn:message:Sales.Contracts:IOrderCommand"],
+        "message": message,
+        "sentTime": "2024-05-01T12:00:00.1234567Z",
+        "headers": {},
+        "host": {
+            "machineName": "BUILD-AGENT-1",
+            "processName": "Sales",
+            "processId": 4711,
+            "assembly": "Sales",
+            "assemblyVersion": "1.0.0.0",
+            "frameworkVersion": "8.0.4",
+            "massTransitVersion": "8.2.2.0",
+            "operatingSystemVersion": "Unix 6.1.0.21",
+        },
+        **fields,
+    }
+
 
 NSERVICEBUS_FAILURE = {
     "NServiceBus.FailedQ": "Sales@BUILD-AGENT-1",
@@ -107,6 +139,95 @@ def test_it_reads_masstransit_error_queue_headers(channel, top):
     assert m.failed_queue == "submit_order"
     assert (m.original_exchange, m.original_routing_keys) == ("", ["submit_order"])
     assert m.delivery_count == 3
+
+
+def test_it_reads_the_type_of_a_masstransit_envelope_the_broker_dead_lettered(channel, top):
+    """No fault headers (MassTransit did not move it): the envelope names the type."""
+    park, dlx = top.parking()
+    work = top.queue("submit_order", **{"x-dead-letter-exchange": dlx})
+    order = {"orderId": 42, "lines": [{"sku": "A-1", "quantity": 2}]}
+    big = {"orderId": 43, "attachment": "x" * 2_000_000}  # far past the part that is read
+    bodies = {
+        "envelope": json.dumps(masstransit_envelope(order)).encode(),
+        "big message": json.dumps(masstransit_envelope(big)).encode(),
+        "crlf-indented": json.dumps(masstransit_envelope(order), indent=2)
+        .replace("\n", "\r\n")
+        .encode(),
+    }
+    for name, body in bodies.items():
+        properties = {"content_type": MASSTRANSIT_JSON, "delivery_mode": 2}
+        publish(
+            channel, "", work, body, {"MT-Activity-Id": "00-4bf9-01"}, message_id=name, **properties
+        )
+        reject(channel, work)
+
+    drain_once([park])
+
+    rows = stored(park, len(bodies))
+    for m in rows:
+        assert m.message_type == SUBMIT_ORDER, m.message_id
+        assert (m.failed_queue, m.death_reason, m.drain_note) == (work, "rejected", "")
+    assert len({m.group for m in rows}) == 1  # one type, one failure: one group
+
+
+def test_a_body_that_is_not_a_masstransit_envelope_names_no_type_and_drains(channel, top):
+    """Broken, hostile or other bodies: stored whole, no type, no drain note."""
+    park = top.queue("submit_order_dlq")
+    envelope = masstransit_envelope({"orderId": 42})
+    good = json.dumps(envelope).encode()
+    deep = b'{"messageId": ' + b"[" * 200_000 + b"]" * 200_000 + b', "messageType": ["urn:x"]}'
+    late = {"padding": "p" * 20_000, **envelope}  # messageType past the part that is read
+    cases = {
+        "not json": (b'{"messageType": ["urn:message:A:B"', {}),
+        "not an object": (b'[{"messageType": ["urn:message:A:B"]}]', {}),
+        "a string": (json.dumps({**envelope, "messageType": SUBMIT_ORDER}).encode(), {}),
+        "not strings": (json.dumps({**envelope, "messageType": [42, SUBMIT_ORDER]}).encode(), {}),
+        "empty list": (json.dumps({**envelope, "messageType": []}).encode(), {}),
+        "not utf-8": (b'{"messageId": "\xff", "messageType": ["urn:message:A:B"]}', {}),
+        "deep": (deep, {}),
+        "huge number": (b'{"messageId": ' + b"9" * 10_000 + b', "messageType": ["urn:x"]}', {}),
+        "late type": (json.dumps(late).encode(), {}),
+        "nested only": (json.dumps({"message": {"messageType": ["urn:x"]}}).encode(), {}),
+        "gzip": (gzip.compress(good), {"content_encoding": "gzip"}),
+        "json, not masstransit": (good, {"content_type": "application/json"}),
+        "empty": (b"", {}),
+    }
+    for name, (body, properties) in cases.items():
+        properties = {"content_type": MASSTRANSIT_JSON, **properties}
+        publish(channel, "", park, body, message_id=name, **properties)
+
+    drain_once([park])
+
+    rows = stored(park, len(cases))
+    for m, (name, (body, _)) in zip(rows, cases.items(), strict=True):
+        assert (m.message_id, m.message_type, m.drain_note) == (name, "", "")
+        assert bytes(m.body) == body
+
+
+def test_it_reads_nservicebus_enclosed_types_without_an_exception(channel, top):
+    """The broker dead-lettered it (NServiceBus did not move it): its type is still named."""
+    park, dlx = top.parking()
+    work = top.queue("Sales", **{"x-dead-letter-exchange": dlx})
+    sent = {
+        "NServiceBus.MessageId": "0b0c6a0e-2a63-4a4e-b7b4-b0f300d3f6a1",
+        "NServiceBus.MessageIntent": "Send",
+        "NServiceBus.ConversationId": "6f5e2d3c-1b0a-4e9f-8d7c-b0f300d3f6a2",
+        "NServiceBus.CorrelationId": "0b0c6a0e-2a63-4a4e-b7b4-b0f300d3f6a1",
+        "NServiceBus.OriginatingEndpoint": "ClientUI",
+        "NServiceBus.OriginatingMachine": "BUILD-AGENT-1",
+        "NServiceBus.ContentType": "application/json",
+        "NServiceBus.EnclosedMessageTypes": NSERVICEBUS_FAILURE["NServiceBus.EnclosedMessageTypes"],
+        "NServiceBus.Version": "8.1.6",
+        "NServiceBus.TimeSent": "2024-05-01 12:00:00:000000 Z",
+    }
+    publish(channel, "", work, b'{"OrderId": "42"}', sent, content_type="application/json")
+    reject(channel, work)
+
+    drain_once([park])
+
+    m = only(park)
+    assert m.message_type == "Sales.Messages.PlaceOrder"
+    assert (m.exception_type, m.failed_queue, m.death_reason) == ("", work, "rejected")
 
 
 def test_it_reads_nservicebus_error_queue_headers(channel, top):

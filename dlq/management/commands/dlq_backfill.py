@@ -1,4 +1,5 @@
-"""Derive message types, first-death times and groups again for stored messages."""
+"""Derive the death columns (message type, failure details, first-death time, group) again
+for stored messages, as the drainer derives them on arrival (ingest.death_columns)."""
 
 from django.core.management.base import BaseCommand
 
@@ -8,7 +9,8 @@ from dlq.messages import backfill
 class Command(BaseCommand):
     help = (
         "Derive again, for messages stored by an earlier version, what this version derives on"
-        " arrival (message_type, first_death_at, group). In batches; safe to stop and re-run."
+        " arrival (message_type, exception and failed queue, first_death_at, group). In batches;"
+        " safe to stop and re-run."
     )
 
     def add_arguments(self, parser):
