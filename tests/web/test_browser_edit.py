@@ -33,7 +33,8 @@ def open_edit(page, live_server, message: Message):
 
 @pytest.mark.parametrize("body", BODIES)
 def test_a_save_with_only_a_reason_says_no_change_and_keeps_every_byte(page, live_server, body):
-    message = make_message(body=body, headers={"tenant": "acme", "ratio": 0.5}, priority=255)
+    message = make_message(body=body, headers={"note": "nul\x00 cr\r tab\t", "ratio": 0.5},
+                           correlation_id="id\x00\r\n", priority=255)  # fmt: skip
     stored = (message.headers_json, message.properties_json)
     operator = make_user("operator", password=PASSWORD)
     log_in(page, live_server, operator.username, PASSWORD)
@@ -43,6 +44,8 @@ def test_a_save_with_only_a_reason_says_no_change_and_keeps_every_byte(page, liv
     edit.get_by_role("button", name="Save edit").click()
 
     page.locator("#edit-form").get_by_text(NO_CHANGE).wait_for()
+    if body == BODIES[0]:
+        screenshot(page, "message-edit-no-change")
     message.refresh_from_db()
     assert bytes(message.body) == body
     assert (message.headers_json, message.properties_json) == stored
