@@ -24,8 +24,13 @@ from dlq.messages.ingest import body_text, clean, search_text
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
 
-# Property values RabbitMQ refuses although AMQP allows them (it closes the channel).
-BROKER_RANGES = {"delivery_mode": range(1, 3), "priority": range(0, 10)}
+# Property values refused although their octet would carry them: AMQP 0-9-1 defines
+# delivery_mode 1 and 2 only. `priority` is not here: its spec text names 0-9, but RabbitMQ
+# 3.10 and 4.0 take and deliver 0-255 and producers send them (a priority queue caps it).
+BROKER_RANGES = {"delivery_mode": range(1, 3)}
+# Why an edit that leaves body, headers and properties as they are is refused (the API's
+# 400 and the page's form error): no version and no audit row for nothing.
+NO_CHANGE = "no change: the edit leaves the body, headers and properties as they are"
 # What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
 # gigabytes must not be inflated whole just to be compared.
 DIFF_READ_LIMIT = 1024 * 1024
@@ -349,7 +354,7 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         new_body = old_body if body is None else body
         new_props = old_props if properties is None else properties
         new_headers = old_headers if headers is None else headers
-        if body is not None and not stored_body:  # as it came: never refused for its content
+        if new_body != old_body and not stored_body:  # as it came: never refused for its content
             _check_body(new_body, new_props)
         diff = {
             "body": _body_diff(old_body, new_body, old_props.get("content_encoding") or "")
@@ -360,7 +365,7 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         }
         diff = {k: v for k, v in diff.items() if v}
         if not diff:
-            raise ActionError({"detail": ["nothing to change: the edit equals the message"]})
+            raise ActionError({"detail": [NO_CHANGE]})
         _keep_version(message, actor, reason)
         _apply(message, new_body, new_props, new_headers)
         _check_replayable(message)
@@ -411,7 +416,12 @@ def _keep_version(message: Message, actor, reason: str) -> None:
 
 def _apply(message: Message, body: bytes, props: dict, headers: dict) -> None:
     message.body, message.size = body, len(body)
-    message.properties_json, message.headers_json = json.dumps(props), json.dumps(headers)
+    # Equal values keep their stored JSON (a double 2.0 sent back as 2, the drainer's compact
+    # form): what the operator did not change is not rewritten.
+    if props != message.properties:
+        message.properties_json = json.dumps(props)
+    if headers != message.headers:
+        message.headers_json = json.dumps(headers)
     for name in ("message_id", "correlation_id", "content_type", "content_encoding"):
         setattr(message, name, clean(props.get(name)))
     message.search_text = search_text(body, props.get("content_encoding") or "", headers)

@@ -133,6 +133,8 @@ def parse_retry_after(value) -> float | None:
         return max(float(value), 0.0)
     except ValueError:
         pass
+    except OverflowError:  # a JSON integer past a float's range: no hint
+        return None
     try:
         when = parsedate_to_datetime(str(value))
     except (TypeError, ValueError):

@@ -61,7 +61,8 @@ def get_message(request, id: int):
 def edit_message(request, id: int, payload: EditIn):
     """Edit a parked message (operator): `body_text` or `body_base64`, `headers` (typed JSON,
     see TypedValue; the object replaces all headers), `properties` (replaces them all), with a
-    required `reason`. The previous version is kept; the audit row carries the diff."""
+    required `reason`. The previous version is kept; the audit row carries the diff. An edit
+    that leaves body, headers and properties as they are is refused (400, "no change")."""
     message_actions.edit(id, request.auth, payload.reason, request_id=request_id(request),
                  **payload.changes())  # fmt: skip
     return _detail(id)

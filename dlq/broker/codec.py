@@ -224,6 +224,10 @@ def _number(typed: dict, path: str, name: str) -> bytes:
             value = _SPECIAL_FLOATS[value]
         if isinstance(value, bool) or not isinstance(value, int | float):
             fail(path, f"{name} needs a number")
+        try:
+            value = float(value)
+        except OverflowError:  # an int past a double's range: isfinite() raised it (a 500)
+            fail(path, f"{_short(typed['value'])} does not fit a {name}")
         if not math.isfinite(value):  # RabbitMQ closes the whole connection (541) on one
             fail(path, f"RabbitMQ refuses {typed['value']} in a {name} header")
         try:
@@ -234,23 +238,43 @@ def _number(typed: dict, path: str, name: str) -> bytes:
     if isinstance(value, bool) or not isinstance(value, int):
         fail(path, f"{name} needs a whole number")
     if not low <= value <= high:
-        fail(path, f"{value} is outside the {name} range {low}..{high}")
+        fail(path, f"{_short(value)} is outside the {name} range {low}..{high}")
     return code + struct.pack(fmt, value)
 
 
+# An AMQP decimal is a scale octet and a signed 32-bit integer, which has at most 10 digits.
+_DECIMAL_DIGITS = 10
+
+
 def _decimal(typed: dict, path: str) -> bytes:
+    value = typed.get("value")
     try:
-        value = Decimal(str(typed.get("value")))
-    except InvalidOperation:
+        value = Decimal(value if isinstance(value, str) else str(value))
+    except (InvalidOperation, ValueError):  # ValueError: str() of an int past 4300 digits
         fail(path, "decimal needs a decimal string such as '12.50'")
     if not value.is_finite():
         fail(path, "decimal must be finite")
-    exponent = value.as_tuple().exponent
+    # Digits and exponent are checked before any arithmetic: "1e999999" is a million digits
+    # as an integer, and building one held a web worker's CPU for most of a minute.
+    sign, digits, exponent = value.as_tuple()
     scale = max(0, -exponent)
-    raw = int(value.scaleb(scale))
-    if scale > 255 or not -(2**31) <= raw < 2**31:
+    width = len(digits) + max(0, exponent) if any(digits) else 1
+    if scale > 255 or width > _DECIMAL_DIGITS:
+        fail(path, f"{_short(value)} does not fit an AMQP decimal (scale <= 255, 32-bit digits)")
+    raw = int("".join(map(str, digits))) * 10 ** max(0, exponent) if any(digits) else 0
+    raw = -raw if sign else raw
+    if not -(2**31) <= raw < 2**31:
         fail(path, f"{value} does not fit an AMQP decimal (scale <= 255, 32-bit digits)")
     return b"D" + struct.pack(">Bi", scale, raw)
+
+
+def _short(value) -> str:
+    """A value as an error names it: a 100,000-digit number is not echoed whole."""
+    try:
+        text = str(value)
+    except ValueError:  # an int past Python's 4300-digit limit for int -> str
+        return "a number of more than 4300 digits"
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def encode_value(typed, path: str = "value", depth: int = 0) -> bytes:

@@ -104,7 +104,9 @@ class PropertiesIn(BaseModel):
     delivery_mode: Annotated[int, Strict(), Field(ge=1, le=2)] | None = Field(
         None, description="1 transient, 2 persistent"
     )
-    priority: Annotated[int, Strict(), Field(ge=0, le=9)] | None = None
+    priority: Annotated[int, Strict(), Field(ge=0, le=255)] | None = Field(
+        None, description="0 to 255 (an octet); a priority queue caps it at its maximum"
+    )
     correlation_id: ShortProperty = None
     reply_to: ShortProperty = None
     expiration: ShortProperty = Field(None, description="not sent again on replay")

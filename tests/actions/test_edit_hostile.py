@@ -64,7 +64,7 @@ def test_a_headers_or_properties_edit_leaves_the_body_alone(operator, stored):
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("delivery_mode", 0), ("delivery_mode", 3), ("priority", 10), ("priority", 255)],
+    [("delivery_mode", 0), ("delivery_mode", 3), ("priority", 256), ("priority", -1)],
 )
 def test_property_values_the_broker_refuses_are_refused_at_edit_time(operator, name, value):
     message = make_message(body=b"{}", content_type="application/json", delivery_mode=2)

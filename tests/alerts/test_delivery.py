@@ -229,3 +229,16 @@ def test_it_requeues_attempts_whose_task_was_lost(endpoint):
         for at in (now - timedelta(minutes=5), now, now + timedelta(minutes=5))
     )
     assert delivery.overdue(now) == [lost.id]
+
+
+def test_a_telegram_retry_after_past_a_floats_range_is_no_hint(endpoint, quick_backoff):
+    """JSON holds a 400-digit integer that float() cannot take (OverflowError, which ended
+    the send): it is no hint, and the usual backoff applies."""
+    bot = add_channel("telegram", endpoint)
+    body = b'{"ok": false, "error_code": 429, "parameters": {"retry_after": 1' + b"0" * 400
+    endpoint.reply(429, body + b"}}")
+    endpoint.default.body = b'{"ok": true, "result": {}}'
+
+    channels.send_test(bot)
+
+    assert tries(bot) == [(1, "failed", 429), (2, "sent", 200)]

@@ -133,7 +133,7 @@ def test_it_refuses_an_edit_that_changes_nothing(operator):
     response = _patch(operator, m.pk, {"body_text": '{"order": 1}', "reason": "r"})
     assert response.status_code == 400
     assert response.json()["errors"] == {
-        "__all__": ["nothing to change: the edit equals the message"]
+        "__all__": ["no change: the edit leaves the body, headers and properties as they are"]
     }
 
 

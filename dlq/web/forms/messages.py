@@ -2,7 +2,9 @@
 and the operator forms of one message (edit, replay, discard, restore)."""
 
 import base64
+import binascii
 import json
+import re
 
 from django import forms
 from pydantic import ValidationError
@@ -16,6 +18,10 @@ from dlq.schemas.values import PropertiesIn, TypedValue, checked_headers
 FILTER_NAMES = list(MessageFilter.model_fields)
 PAGE_SIZE = 50
 EDIT_BODY_LIMIT = display.PAGE_LIMIT
+BASE64_HELP = (
+    "as base64, byte for byte: the body is compressed, is not UTF-8, or holds what a browser's"
+    " text box would change (NUL and other control characters, a lone CR, mixed line ends)"
+)
 
 
 def parse_list_query(params) -> tuple[dict, str | None, dict[str, list[str]]]:
@@ -105,11 +111,13 @@ class EditForm(ActionForm):
         if message.size > EDIT_BODY_LIMIT:  # the page would carry it whole: edit it by the API
             del self.fields["body"], self.fields["body_format"]
             self.body_too_large = True
+        elif self.initial["body_format"] == "base64":
+            self.fields["body"].help_text = BASE64_HELP
 
     @staticmethod
     def initial_for(message) -> dict:
         body = bytes(message.body)[: EDIT_BODY_LIMIT + 1]
-        text = None if message.content_encoding else display.as_text(body, False)
+        text = None if message.content_encoding else _textarea_text(body)
         return {
             "body": text if text is not None else base64.b64encode(body).decode(),
             "body_format": "text" if text is not None else "base64",
@@ -118,7 +126,8 @@ class EditForm(ActionForm):
         }
 
     def clean_body(self):
-        # Browsers send a textarea's line ends as CRLF: an untouched text body must not change.
+        # Browsers send a textarea's line ends as CRLF: an untouched text body must not change
+        # (_textarea_text offers as text only bodies whose line ends are all LF or all CRLF).
         value, before = self.cleaned_data["body"], self.initial_for(self.message)["body"]
         return value if "\r" in before else value.replace("\r\n", "\n")
 
@@ -153,18 +162,53 @@ class EditForm(ActionForm):
         return value
 
     def changes(self) -> dict:
-        """Keyword arguments for actions.edit: only the fields that differ from the message."""
-        data, initial = self.cleaned_data, self.initial_for(self.message)
-        changes = {}
-        body = (data.get("body"), data.get("body_format"))
-        if not self.body_too_large and body != (initial["body"], initial["body_format"]):
-            key = "body_text" if data["body_format"] == "text" else "body_base64"
-            changes[key] = data["body"]
+        """Keyword arguments for actions.edit: only the fields that differ from the message,
+        compared as the bytes and values they stand for (a body switched to base64 and back,
+        or headers typed again as they were, is no change)."""
+        data, changes = self.cleaned_data, {}
+        if not self.body_too_large:
+            key, body = self._body_edit()
+            if _body_bytes(key, body) != bytes(self.message.body):
+                changes[key] = body
         if data["headers"] != self.message.headers:
             changes["headers"] = data["headers"]
         if data["properties"] != self.message.properties:
             changes["properties"] = data["properties"]
         return changes
+
+    def _body_edit(self) -> tuple[str, str]:
+        body = self.cleaned_data["body"]
+        if self.cleaned_data["body_format"] == "text":
+            return "body_text", body
+        # Base64 pasted in wrapped lines is the same bytes: the line ends are not the body's.
+        return "body_base64", "".join(body.split())
+
+
+# A textarea does not carry every text: the HTML parser turns NUL into U+FFFD and a lone CR
+# into LF, and a browser sends every line end as CRLF. The other C0 controls are parse
+# errors that browsers may treat alike. Such a body is offered as base64, byte for byte.
+_NOT_CARRIED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _textarea_text(body: bytes) -> str | None:
+    """The body as text a browser's textarea sends back unchanged, or None."""
+    text = display.as_text(body, False)
+    if text is None or _NOT_CARRIED.search(text):
+        return None
+    crlf = text.count("\r\n")
+    if text.count("\r") != crlf or crlf not in (0, text.count("\n")):
+        return None  # a lone CR, or CRLF and LF mixed: clean_body could not restore them
+    return text
+
+
+def _body_bytes(key: str, body: str) -> bytes | None:
+    """What actions.edit would store for body_text/body_base64 (None: not base64)."""
+    if key == "body_text":
+        return body.encode("utf-8", "surrogatepass")
+    try:
+        return base64.b64decode(body, validate=True)
+    except binascii.Error:
+        return None
 
 
 def _lines(error: ActionError):
