@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from dlq.actions import audit, replay
+from dlq import audit
+from dlq.actions import replay
 from dlq.broker import amqp, codec
 from dlq.messages import search
 from dlq.messages.history import DIFF_TEXT_LIMIT

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from dlq.actions import audit
+from dlq import audit
 from dlq.alerts import engine
 from dlq.models import AuditAction, Mute
 
