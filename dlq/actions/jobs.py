@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from dlq import audit
 from dlq.actions import replay
-from dlq.actions.message import ActionError, Conflict, NotFound
+from dlq.actions.errors import ActionError, Conflict, NotFound
 from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, ItemState, Job, JobItem, JobStatus, Replay

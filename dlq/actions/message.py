@@ -18,6 +18,7 @@ from django.db import transaction
 
 from dlq import audit
 from dlq.actions import replay
+from dlq.actions.errors import ActionError, Conflict, NotFound
 from dlq.broker import amqp, codec
 from dlq.messages import search
 from dlq.messages.history import DIFF_TEXT_LIMIT
@@ -30,26 +31,6 @@ BROKER_RANGES = {"delivery_mode": range(1, 3), "priority": range(0, 10)}
 # What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
 # gigabytes must not be inflated whole just to be compared.
 DIFF_READ_LIMIT = 1024 * 1024
-
-
-class ActionError(Exception):
-    """Bad input: field-by-field errors (HTTP 400)."""
-
-    status = 400
-
-    def __init__(self, errors: dict[str, list[str]] | str):
-        self.errors = errors if isinstance(errors, dict) else {"detail": [errors]}
-        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in self.errors.items()))
-
-
-class Conflict(ActionError):
-    """The message's status does not allow the action (HTTP 409)."""
-
-    status = 409
-
-
-class NotFound(ActionError):
-    status = 404
 
 
 @dataclass

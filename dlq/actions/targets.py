@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from dlq import audit
 from dlq.actions import replay
-from dlq.actions.message import ActionError, NotFound
+from dlq.actions.errors import ActionError, NotFound
 from dlq.broker import amqp, names
 from dlq.models import AuditAction
 from dlq.models.actions import ReplayOverride

@@ -11,7 +11,7 @@ from ninja import Query, Router
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
 from dlq.broker import codec
 from dlq.http import request_id

@@ -9,7 +9,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dlq.accounts.roles import VIEWER
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.api.audit import router as audit_router
 from dlq.api.auth import docs_access
 from dlq.api.base import needs

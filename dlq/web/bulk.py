@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import jobs, replay, routes
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.broker import codec
 from dlq.http import request_id
 from dlq.messages.queries import filter_messages

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import OPERATOR, VIEWER
 from dlq.actions import jobs
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models.actions import Job

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models import Message
