@@ -22,9 +22,10 @@ from dlq.actions.errors import ActionError, Conflict, NotFound
 from dlq.broker import amqp, codec
 from dlq.messages import search
 from dlq.messages.history import DIFF_TEXT_LIMIT
-from dlq.messages.ingest import body_text, clean, search_text
+from dlq.messages.ingest import body_text, search_text
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
+from dlq.text import clean
 
 # Property values RabbitMQ refuses although AMQP allows them (it closes the channel).
 BROKER_RANGES = {"delivery_mode": range(1, 3), "priority": range(0, 10)}

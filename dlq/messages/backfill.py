@@ -16,8 +16,9 @@ from collections.abc import Callable
 from django.db import transaction
 
 from dlq.messages import deaths, symfony
-from dlq.messages.ingest import clean, dumps, fit
+from dlq.messages.ingest import dumps, fit
 from dlq.models import DrainedQueue, Message, MessageVersion
+from dlq.text import clean
 
 log = logging.getLogger("dlq.backfill")
 BATCH = 1000

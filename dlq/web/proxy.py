@@ -17,8 +17,8 @@ from django.contrib.auth import login, logout
 
 from dlq import audit, http
 from dlq.accounts import external
-from dlq.messages.ingest import clean
 from dlq.models import AuditAction, IdentitySource
+from dlq.text import clean
 from dlq.web import sso
 
 SESSION_KEY = "dlq_proxy"  # [user, groups] the proxy named when this session was opened

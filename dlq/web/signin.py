@@ -13,8 +13,8 @@ from django.shortcuts import render
 
 from dlq import audit, http
 from dlq.accounts import oidc
-from dlq.messages.ingest import clean
 from dlq.models import AuditAction
+from dlq.text import clean
 
 NAME_LIMIT = 150  # what an audit row keeps of a user name that someone typed
 
