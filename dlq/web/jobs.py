@@ -64,4 +64,4 @@ def job_cancel(request, pk):
         messages.error(request, "; ".join(p for ps in e.errors.values() for p in ps))
     else:
         messages.success(request, f"Job {job.pk}: cancel requested.")
-    return redirect("ops:job", job.pk)
+    return redirect("jobs:detail", job.pk)
