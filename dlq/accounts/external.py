@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 
 from dlq.accounts import rolemap
 from dlq.accounts.roles import grant
-from dlq.messages.ingest import clean
 from dlq.models import Identity
+from dlq.text import clean
 
 NAME_LIMIT = 150  # Django's user name length
 SHOWN_GROUPS = 50  # what an audit row and the refusal page keep of a user's groups

@@ -22,7 +22,7 @@ from authlib.integrations.django_client import OAuth
 from django.conf import settings
 
 from dlq.accounts import rolemap
-from dlq.messages.ingest import clean
+from dlq.text import clean
 
 TIMEOUT = 10  # seconds for each request to the provider: a sign-in waits on it
 METADATA_MAX_AGE = 3600  # re-read the discovery document (and the keys) after this long

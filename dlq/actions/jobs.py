@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-from dlq.actions import audit, replay
-from dlq.actions.message import ActionError, Conflict, NotFound
+from dlq import audit
+from dlq.actions import replay
+from dlq.actions.errors import ActionError, Conflict, NotFound
 from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, ItemState, Job, JobItem, JobStatus, Replay

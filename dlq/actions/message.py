@@ -16,13 +16,16 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from dlq.actions import audit, replay
+from dlq import audit
+from dlq.actions import replay
+from dlq.actions.errors import ActionError, Conflict, NotFound
 from dlq.broker import amqp, codec
 from dlq.messages import search
 from dlq.messages.history import DIFF_TEXT_LIMIT
-from dlq.messages.ingest import body_text, clean, search_text
+from dlq.messages.ingest import body_text, search_text
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
+from dlq.text import clean
 
 # Property values refused although their octet would carry them: AMQP 0-9-1 defines
 # delivery_mode 1 and 2 only. `priority` is not here: its spec text names 0-9, but RabbitMQ
@@ -34,26 +37,6 @@ NO_CHANGE = "no change: the edit leaves the body, headers and properties as they
 # What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
 # gigabytes must not be inflated whole just to be compared.
 DIFF_READ_LIMIT = 1024 * 1024
-
-
-class ActionError(Exception):
-    """Bad input: field-by-field errors (HTTP 400)."""
-
-    status = 400
-
-    def __init__(self, errors: dict[str, list[str]] | str):
-        self.errors = errors if isinstance(errors, dict) else {"detail": [errors]}
-        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in self.errors.items()))
-
-
-class Conflict(ActionError):
-    """The message's status does not allow the action (HTTP 409)."""
-
-    status = 409
-
-
-class NotFound(ActionError):
-    status = 404
 
 
 @dataclass

@@ -9,8 +9,9 @@ part a name or a glob (dlq/broker/names.py); the exchange is in the message's ow
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from dlq.actions import audit, replay
-from dlq.actions.message import ActionError, NotFound
+from dlq import audit
+from dlq.actions import replay
+from dlq.actions.errors import ActionError, NotFound
 from dlq.broker import amqp, names
 from dlq.models import AuditAction
 from dlq.models.actions import ReplayOverride

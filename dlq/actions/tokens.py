@@ -7,10 +7,10 @@ next request that shows it gets 401. Nothing here ever returns a token but `issu
 
 from django.db import transaction
 
+from dlq import audit
 from dlq.accounts.roles import ADMIN, has_role
 from dlq.accounts.tokens import make_token
-from dlq.actions import audit
-from dlq.actions.message import NotFound
+from dlq.actions.errors import NotFound
 from dlq.models import ApiToken, AuditAction
 
 

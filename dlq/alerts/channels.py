@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from dlq import audit
 from dlq.accounts.roles import ADMIN, require_role
-from dlq.actions import audit
 from dlq.alerts import delivery, destinations
 from dlq.models import AlertAttempt, AlertChannel, AuditAction, ChannelKind, TokenBucket
 

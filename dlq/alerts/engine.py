@@ -21,13 +21,13 @@ import logging
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
-from dlq.broker import amqp, names
+from dlq.alerts.patterns import default_vhost, patterns_of, queue_key
+from dlq.broker import names
 from dlq.models import (
     AlertAttempt,
     AlertChannel,
@@ -112,51 +112,6 @@ def _record_groups(start: int, end: int, now: datetime) -> None:
 
 
 # --- one rule ---------------------------------------------------------------------------
-
-
-def default_vhost() -> str:
-    """The vhost a bare QUEUE pattern names: DLQ_BROKER_URL's, as in DLQ_QUEUES."""
-    return amqp.vhost_of(settings.DLQ_BROKER_URL)
-
-
-def queue_key(vhost: str, queue: str) -> str:
-    """A digest's key for a queue: `VHOST/QUEUE` with the vhost escaped, so the first slash
-    always ends the vhost (texts.py splits it again for names and links)."""
-    return f"{names.escape_vhost(vhost)}/{queue}"
-
-
-def patterns_of(items: list[str], default: str | None = None) -> list[names.QueuePattern]:
-    """A rule's or a mute's `QUEUE` / `VHOST/QUEUE` globs; a bare QUEUE is in the default
-    vhost. A pattern saved before the forms knew vhosts that now reads as junk (an empty
-    part, a bad % escape) takes nothing, and says so in the log."""
-    default = default or default_vhost()
-    parsed = []
-    for item in items:
-        try:
-            parsed.append(names.parse(item, default))
-        except names.PatternError:
-            if item not in _ignored:  # once a process, not once a rule an evaluation
-                _ignored.add(item)
-                log.warning("alert pattern ignored", extra={"pattern": item})
-    return parsed
-
-
-_ignored: set[str] = set()  # patterns saved rows hold: few, and fixed only by an admin
-
-
-def pattern_errors(items: list[str]) -> list[str]:
-    """What is wrong with each `QUEUE` / `VHOST/QUEUE` glob a rule or a mute is given."""
-    found = []
-    for item in items:
-        try:
-            names.parse(item, "/")  # the syntax alone: any default vhost will do
-        except names.PatternError as e:
-            found.append(f"{e}; a / inside a vhost name is written %2F")
-    return found
-
-
-def matches(patterns: list[str], vhost: str, queue: str) -> bool:
-    return names.matches(patterns_of(patterns), vhost, queue)
 
 
 def _among(keys: list[tuple[str, str]]) -> Q:

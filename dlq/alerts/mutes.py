@@ -13,8 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from dlq.actions import audit
-from dlq.alerts import engine
+from dlq import audit
+from dlq.alerts import patterns
 from dlq.models import AuditAction, Mute
 
 
@@ -24,8 +24,8 @@ def problems(until: datetime | None, reason: str, queue: str = "", group: str = 
     found = {}
     if not queue and not group:
         found["queue"] = ["name a queue (or glob), a group, or both"]
-    elif queue and engine.pattern_errors([queue]):
-        found["queue"] = engine.pattern_errors([queue])
+    elif queue and patterns.pattern_errors([queue]):
+        found["queue"] = patterns.pattern_errors([queue])
     if not (reason or "").strip():
         found["reason"] = ["a reason is required"]
     latest = (now or timezone.now()) + timedelta(days=settings.DLQ_MUTE_MAX_DAYS)

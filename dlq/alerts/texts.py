@@ -19,7 +19,7 @@ def console_url(path: str, **query) -> str:
 
 
 def _split(key: str) -> tuple[str | None, str]:
-    """A digest's queue key (engine.queue_key: `VHOST/QUEUE`, the vhost escaped) as
+    """A digest's queue key (patterns.queue_key: `VHOST/QUEUE`, the vhost escaped) as
     (vhost, queue); a key of a digest opened before vhosts (a bare queue) has no vhost."""
     if "/" not in key:
         return None, key

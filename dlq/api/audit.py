@@ -2,7 +2,7 @@
 
 from ninja import Query, Router
 
-from dlq.actions import audit
+from dlq import audit, http
 from dlq.api.base import ERRORS
 from dlq.messages import queries
 from dlq.schemas.audit import AuditPage
@@ -26,6 +26,6 @@ def list_audit(request, params: Query[AuditQuery]):
     matching row (cells starting with = + - @ are prefixed with ' for spreadsheets)."""
     entries = audit.filter_audit(params.filters())
     if params.format == "csv":
-        return audit.csv_download(entries, audit.request_id(request))
+        return http.csv_download(audit.csv_chunks(entries), "dlq-audit", http.request_id(request))
     rows, next_cursor = queries.keyset(entries, params.cursor, params.limit)
     return {"results": rows, "next_cursor": next_cursor}

@@ -6,8 +6,8 @@ from ninja import Router, Status
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import jobs
-from dlq.actions.audit import request_id
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
+from dlq.http import request_id
 from dlq.models.actions import Job
 from dlq.schemas.actions import target_value
 from dlq.schemas.errors import ErrorOut

@@ -11,10 +11,10 @@ from ninja import Query, Router
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
-from dlq.actions.audit import request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
 from dlq.broker import codec
+from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models import Message
 from dlq.schemas.actions import (

@@ -9,8 +9,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dlq.accounts.roles import VIEWER
-from dlq.actions.audit import REQUEST_ID_HEADER, request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.api.audit import router as audit_router
 from dlq.api.auth import docs_access
 from dlq.api.base import needs
@@ -19,6 +18,7 @@ from dlq.api.messages import router as messages_router
 from dlq.api.queues import router as queues_router
 from dlq.api.targets import router as targets_router
 from dlq.api.tokens import router as tokens_router
+from dlq.http import REQUEST_ID_HEADER, request_id
 from dlq.schemas.errors import field_errors
 
 __all__ = ["api"]

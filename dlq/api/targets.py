@@ -5,8 +5,8 @@ from ninja import Router, Status
 
 from dlq.accounts.roles import ADMIN
 from dlq.actions import targets
-from dlq.actions.audit import request_id
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
+from dlq.http import request_id
 from dlq.schemas.targets import TargetIn, TargetList, TargetOut
 
 router = Router()

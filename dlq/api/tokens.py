@@ -3,8 +3,8 @@
 from ninja import Router, Status
 
 from dlq.actions import tokens
-from dlq.actions.audit import request_id
 from dlq.api.base import ACTION_ERRORS, ERRORS
+from dlq.http import request_id
 from dlq.schemas.tokens import TokenList
 
 router = Router()

@@ -6,6 +6,7 @@ import json
 
 from django.db.models import Q
 
+from dlq.audit import mentions
 from dlq.messages.display import readable, shown
 from dlq.models import Message
 from dlq.models.actions import AuditAction, AuditEntry, Replay
@@ -68,23 +69,6 @@ def _replayed(attempt: Replay) -> dict:
               "job": attempt.job_id}  # fmt: skip
     return {"at": attempt.started_at, "event": "replayed", "actor": attempt.actor_name,
             "message": attempt.message_id, "detail": detail}  # fmt: skip
-
-
-def mentions(message_id: int) -> Q:
-    """Audit rows whose message_ids contain `message_id`.
-
-    message_ids_json is always written by json.dumps (audit.record): "[7]", "[7, 12]". An id
-    is one of the list's items exactly when the text equals "[7]", starts with "[7, ", ends
-    with ", 7]" or contains ", 7, ", so "17" or "70" never match "7". A LIKE with a leading
-    wildcard scans, but the newest-first keyset order stops at the page's end.
-    """
-    n = int(message_id)
-    return (
-        Q(message_ids_json=f"[{n}]")
-        | Q(message_ids_json__startswith=f"[{n}, ")
-        | Q(message_ids_json__endswith=f", {n}]")
-        | Q(message_ids_json__contains=f", {n}, ")
-    )
 
 
 def with_diffs(history: list[dict]) -> list[dict]:

@@ -12,9 +12,9 @@ import orjson
 from dlq.broker.codec import plain
 from dlq.broker.properties import properties_to_json
 from dlq.messages import deaths
+from dlq.text import clean
 
 SEARCH_BODY_BYTES = 64 * 1024
-CHAR_LIMIT = 255
 QUORUM_DELIVERY_HEADERS = ("x-delivery-count", "x-acquired-count")
 
 
@@ -60,19 +60,6 @@ class Delivery:
     body: bytes
     quorum: bool = False
     row: dict | None = None  # build_row's, made as it arrived (dlq/drain/drainer.py)
-
-
-def clean(text, limit: int | None = CHAR_LIMIT) -> str:
-    """A database-safe copy of untrusted text for derived columns (NUL is not allowed)."""
-    if isinstance(text, str) and text.isascii() and "\x00" not in text:  # fast: the usual case
-        return text[:limit] if limit else text
-    if isinstance(text, bytes):  # pika's exchange or routing key when it is not UTF-8
-        text = text.decode("utf-8", "replace")
-    if not isinstance(text, str):  # {"base64": ...}: a short string that was not UTF-8
-        return ""
-    text = text.replace("\x00", "\ufffd")
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
-    return text[:limit] if limit else text
 
 
 def _strings(value, out: list) -> None:

@@ -7,17 +7,16 @@ transaction, so the drainer and the console are never blocked for long. Audit ro
 kept forever unless DLQ_AUDIT_RETENTION_DAYS is set.
 """
 
-import importlib
-import json
 import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from dlq.models import AuditAction, AuditEntry, Message, Status
+from dlq import audit
+from dlq.models import Message, Status
 
 log = logging.getLogger("dlq.retention")
 
@@ -75,53 +74,5 @@ def purge_audit(now=None, days=None, batch=None) -> int:
     if not days:
         return 0
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    allow_audit_purge(days)
-    return _in_batches(lambda: _purge_audit_batch(cutoff, batch or settings.DLQ_RETENTION_BATCH))
-
-
-def _purge_audit_batch(cutoff, size: int) -> int:
-    """On PostgreSQL through dlq_purge_audit (migration 0017): the one path past the
-    append-only trigger, which records the purge itself, and which a deployment can grant to
-    a console role that may not otherwise touch audit rows."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT dlq_purge_audit(%s, %s)", [cutoff, size])
-            return cursor.fetchone()[0]
-    return _purge_audit_batch_sqlite(cutoff, size)
-
-
-def allow_audit_purge(days: int) -> bool:
-    """Set the owner's floor for audit retention (dlq_auditretention) to DLQ_AUDIT_RETENTION_DAYS
-    where this connection may (it owns the tables); False where it may not, and the owner's
-    value stands (README, Audit)."""
-    if connection.vendor != "postgresql":
-        return True
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("UPDATE dlq_auditretention SET days = %s WHERE id = 1", [days])
-    except DatabaseError:
-        return False
-    return True
-
-
-def _purge_audit_batch_sqlite(cutoff, size: int) -> int:
-    """The embedded database has no roles: the trigger is lifted inside this one
-    transaction only (DDL is transactional), and the purge is audited like PostgreSQL's."""
-    with transaction.atomic():
-        ids = list(
-            AuditEntry.objects.filter(at__lt=cutoff)
-            .order_by("id")
-            .values_list("id", flat=True)[:size]
-        )
-        if ids:
-            with connection.cursor() as cursor:
-                cursor.execute("DROP TRIGGER dlq_audit_no_delete")
-                AuditEntry.objects.filter(id__in=ids).delete()
-                audit = importlib.import_module("dlq.migrations.0004_audit_append_only")
-                cursor.execute(audit.SQLITE[1])
-            AuditEntry.objects.create(
-                at=timezone.now(), actor_name="retention", action=AuditAction.AUDIT_PURGE,
-                reason="DLQ_AUDIT_RETENTION_DAYS",
-                detail=json.dumps({"purged": len(ids), "before": cutoff.isoformat()}),
-            )  # fmt: skip
-    return len(ids)
+    audit.allow_purge(days)
+    return _in_batches(lambda: audit.purge(cutoff, batch or settings.DLQ_RETENTION_BATCH))

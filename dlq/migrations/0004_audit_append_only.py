@@ -6,6 +6,8 @@ deployment that wants more grants the console's role no TRUNCATE on dlq_auditent
 
 from django.db import migrations
 
+from dlq.audit import SQLITE_TRIGGERS as SQLITE  # one text, shared with the audit purge
+
 POSTGRES = """
 CREATE OR REPLACE FUNCTION dlq_audit_append_only() RETURNS trigger AS $$
 BEGIN
@@ -15,12 +17,6 @@ $$ LANGUAGE plpgsql;
 CREATE TRIGGER dlq_audit_append_only BEFORE UPDATE OR DELETE ON dlq_auditentry
     FOR EACH ROW EXECUTE FUNCTION dlq_audit_append_only();
 """
-SQLITE = [
-    """CREATE TRIGGER dlq_audit_no_update BEFORE UPDATE ON dlq_auditentry
-       BEGIN SELECT RAISE(ABORT, 'dlq_auditentry is append-only: UPDATE refused'); END;""",
-    """CREATE TRIGGER dlq_audit_no_delete BEFORE DELETE ON dlq_auditentry
-       BEGIN SELECT RAISE(ABORT, 'dlq_auditentry is append-only: DELETE refused'); END;""",
-]
 
 
 def create(apps, schema_editor):

@@ -12,7 +12,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.models.actions import Outcome
 from dlq.schemas.errors import error_message
 from dlq.schemas.filters import storable

@@ -14,7 +14,7 @@ from pydantic import (
     WrapValidator,
 )
 
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.broker.codec import MAX_NESTING, TYPE_NAMES, AmqpValueError, encode_table
 
 TYPED_VALUE_DOC = """An AMQP field value in typed JSON, so every wire type survives a round trip.

@@ -7,8 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import ADMIN, OPERATOR, VIEWER
-from dlq.actions.audit import request_id
 from dlq.alerts import channels, engine, mutes
+from dlq.http import request_id
 from dlq.models import AlertAttempt, AlertChannel, AlertRule, AttemptStatus, ChannelKind, Mute
 from dlq.web.access import role_view
 from dlq.web.forms.alerts import AttemptQuery, ChannelForm, MuteForm, RuleForm

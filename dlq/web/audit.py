@@ -5,8 +5,8 @@ import json
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from dlq import audit, http
 from dlq.accounts.roles import VIEWER
-from dlq.actions import audit
 from dlq.broker import names
 from dlq.messages import queries
 from dlq.messages.display import readable
@@ -72,7 +72,7 @@ def audit_list(request):
         return render(request, "audit/list.html", context, status=400)
     entries = audit.filter_audit(query.filters())
     if query.format == "csv":
-        return audit.csv_download(entries, audit.request_id(request))
+        return http.csv_download(audit.csv_chunks(entries), "dlq-audit", http.request_id(request))
     rows, next_cursor = queries.keyset(entries, query.cursor, query.limit)
     csv_query = request.GET.copy()
     csv_query["format"] = "csv"

@@ -16,9 +16,9 @@ from django.views.decorators.http import require_http_methods
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import jobs, replay, routes
-from dlq.actions.audit import request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.broker import codec
+from dlq.http import request_id
 from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.tasks import jobs as job_tasks
@@ -86,7 +86,7 @@ def _confirm_url(selection: Selection, target_form: TargetForm) -> str:
         (name, target_form.data[name]) for name in ("target", "exchange", "routing_key")
         if name in target_form.data
     ]  # fmt: skip
-    return f"{reverse('ops:bulk_review')}?{urlencode(pairs)}"
+    return f"{reverse('bulk:review')}?{urlencode(pairs)}"
 
 
 def _back_url(query) -> str:
@@ -110,7 +110,7 @@ def bulk_review(request):
     if request.method == "POST":
         job = _create(request, selection, target_form, confirm, review["count"])
         if job is not None:
-            return redirect("ops:job", job.pk)
+            return redirect("jobs:detail", job.pk)
     context = {"selection": selection, "target_form": target_form, "confirm": confirm,
                "replaying": replaying, "confirm_url": _confirm_url(selection, target_form),
                "hidden": selection.params(), "back_url": _back_url(request.GET),

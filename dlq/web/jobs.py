@@ -8,8 +8,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import OPERATOR, VIEWER
 from dlq.actions import jobs
-from dlq.actions.audit import request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
+from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models.actions import Job
 from dlq.web.access import role_view
@@ -64,4 +64,4 @@ def job_cancel(request, pk):
         messages.error(request, "; ".join(p for ps in e.errors.values() for p in ps))
     else:
         messages.success(request, f"Job {job.pk}: cancel requested.")
-    return redirect("ops:job", job.pk)
+    return redirect("jobs:detail", job.pk)

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import message as message_actions
-from dlq.actions.audit import request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
+from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models import Message
 from dlq.models.actions import Outcome

@@ -6,8 +6,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from dlq import audit
 from dlq.accounts.roles import VIEWER
-from dlq.actions import audit, jobs
+from dlq.actions import jobs
 from dlq.health import drainers
 from dlq.health.queues import queue_overview
 from dlq.messages import groups

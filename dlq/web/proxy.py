@@ -15,10 +15,10 @@ import ipaddress
 from django.conf import settings
 from django.contrib.auth import login, logout
 
+from dlq import audit, http
 from dlq.accounts import external
-from dlq.actions import audit
-from dlq.messages.ingest import clean
 from dlq.models import AuditAction, IdentitySource
+from dlq.text import clean
 from dlq.web import sso
 
 SESSION_KEY = "dlq_proxy"  # [user, groups] the proxy named when this session was opened
@@ -53,13 +53,13 @@ def _from_headers(request):
     if outcome.user is None:
         if request.session.get(REFUSED_KEY) != named:  # one audit row, not one a request
             audit.record(f"proxy:{name}"[:150], AuditAction.SIGN_IN_REFUSED, detail=detail,
-                         request_id=audit.request_id(request))  # fmt: skip
+                         request_id=http.request_id(request))  # fmt: skip
             request.session[REFUSED_KEY] = named
         return sso.refused(request, name, outcome)
     login(request, outcome.user, backend=BACKEND)
     request.session[SESSION_KEY] = named
     audit.record(outcome.user, AuditAction.SIGN_IN, detail=detail,
-                 request_id=audit.request_id(request))  # fmt: skip
+                 request_id=http.request_id(request))  # fmt: skip
     return None
 
 

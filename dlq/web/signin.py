@@ -11,10 +11,10 @@ from django.conf import settings
 from django.contrib.auth.views import LoginView, redirect_to_login
 from django.shortcuts import render
 
+from dlq import audit, http
 from dlq.accounts import oidc
-from dlq.actions import audit
-from dlq.messages.ingest import clean
 from dlq.models import AuditAction
+from dlq.text import clean
 
 NAME_LIMIT = 150  # what an audit row keeps of a user name that someone typed
 
@@ -39,7 +39,7 @@ class SignIn(LoginView):
     def form_valid(self, form):
         response = super().form_valid(form)
         audit.record(form.get_user(), AuditAction.SIGN_IN, detail=_where(self.request),
-                     request_id=audit.request_id(self.request))  # fmt: skip
+                     request_id=http.request_id(self.request))  # fmt: skip
         return response
 
     def form_invalid(self, form):
@@ -47,7 +47,7 @@ class SignIn(LoginView):
         if self.request.method == "POST" and not getattr(self.request, "axes_locked_out", False):
             audit.record(_typed_name(self.request), AuditAction.SIGN_IN_FAILED,
                          detail=_where(self.request),
-                         request_id=audit.request_id(self.request))  # fmt: skip
+                         request_id=http.request_id(self.request))  # fmt: skip
         return super().form_invalid(form)
 
 
@@ -60,7 +60,7 @@ def admin_login(request, extra_context=None):
 def locked_out(request, original_response=None, credentials=None):
     """django-axes' answer to a sign-in while locked out (AXES_LOCKOUT_CALLABLE)."""
     audit.record(_typed_name(request), AuditAction.SIGN_IN_LOCKED, detail=_where(request),
-                 request_id=audit.request_id(request))  # fmt: skip
+                 request_id=http.request_id(request))  # fmt: skip
     minutes = int(get_cool_off(request).total_seconds() // 60)
     context = {"minutes": minutes, "limit": settings.AXES_FAILURE_LIMIT}
     return render(request, "registration/locked.html", context, status=429)

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 
+from dlq import audit, http
 from dlq.accounts import external, oidc
-from dlq.actions import audit
 from dlq.models import AuditAction, IdentitySource
 
 log = logging.getLogger(__name__)
@@ -64,13 +64,13 @@ def callback(request):
     if outcome.user is None:
         logout(request)  # whoever was signed in in this browser before, is no longer
         audit.record(f"oidc:{claims.subject}"[:150], AuditAction.SIGN_IN_REFUSED, detail=detail,
-                     request_id=audit.request_id(request))  # fmt: skip
+                     request_id=http.request_id(request))  # fmt: skip
         return refused(request, claims.display_name or claims.username, outcome)
     next_url = request.session.pop(NEXT_KEY, None) or resolve_url(settings.LOGIN_REDIRECT_URL)
     login(request, outcome.user, backend=BACKEND)  # a new session: nothing carried over
     request.session[ID_TOKEN_KEY] = token.get("id_token", "")
     audit.record(outcome.user, AuditAction.SIGN_IN, detail=detail,
-                 request_id=audit.request_id(request))  # fmt: skip
+                 request_id=http.request_id(request))  # fmt: skip
     return HttpResponseRedirect(next_url)
 
 
@@ -113,7 +113,7 @@ def _failed(request, error: Exception, status: int):
     audit.record("(single sign-on)", AuditAction.SIGN_IN_FAILED,
                  detail={"via": "oidc", "error": detail,
                          "address": request.META.get("REMOTE_ADDR", "")},
-                 request_id=audit.request_id(request))  # fmt: skip
+                 request_id=http.request_id(request))  # fmt: skip
     context = {"reason": _public(error), "provider": oidc.provider_host()}
     return render(request, "registration/sso_failed.html", context, status=status)
 

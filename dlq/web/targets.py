@@ -8,8 +8,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import ADMIN, VIEWER
 from dlq.actions import targets
-from dlq.actions.audit import request_id
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
+from dlq.http import request_id
 from dlq.web.access import role_view
 from dlq.web.forms.targets import DeleteForm, TargetForm
 

@@ -6,8 +6,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import VIEWER
 from dlq.actions import tokens
-from dlq.actions.audit import request_id
-from dlq.actions.message import NotFound
+from dlq.actions.errors import NotFound
+from dlq.http import request_id
 from dlq.web.access import role_view
 
 

@@ -1,5 +1,6 @@
-"""The console's pages. The URL namespaces (alerts, messages, ops) are what templates and
-redirects reverse; the views live in the module of their area."""
+"""The console's pages. Each area's pages share a URL namespace named for it (alerts,
+messages, groups, bulk, jobs, audit, tokens, targets, health), which templates and redirects
+reverse; the views live in the module of that area. The overview is the root's own page."""
 
 from django.urls import include, path
 
@@ -50,15 +51,17 @@ message_pages = [
     ),
 ]
 
-# Pages over many messages: failure groups, bulk review, jobs, the audit log.
-many_pages = [
-    path("groups/", groups.group_list, name="groups"),
-    path("bulk/review/", bulk.bulk_review, name="bulk_review"),
-    path("jobs/", jobs.job_list, name="jobs"),
-    path("jobs/<int:pk>/", jobs.job_detail, name="job"),
-    path("jobs/<int:pk>/cancel/", jobs.job_cancel, name="job_cancel"),
-    path("audit/", audit.audit_list, name="audit"),
+group_pages = [path("", groups.group_list, name="list")]
+
+bulk_pages = [path("review/", bulk.bulk_review, name="review")]
+
+job_pages = [
+    path("", jobs.job_list, name="list"),
+    path("<int:pk>/", jobs.job_detail, name="detail"),
+    path("<int:pk>/cancel/", jobs.job_cancel, name="cancel"),
 ]
+
+audit_pages = [path("", audit.audit_list, name="list")]
 
 token_pages = [
     path("", tokens.token_list, name="list"),
@@ -72,13 +75,20 @@ target_pages = [
     path("<int:pk>/delete/", targets.target_delete, name="delete"),
 ]
 
+health_pages = [
+    path("topology/", health.topology_health, name="topology"),
+    path("drainers/", health.drainers, name="drainers"),
+]
+
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("alerts/", include((alert_pages, "alerts"))),
     path("messages/", include((message_pages, "messages"))),
-    path("", include((many_pages, "ops"))),
+    path("groups/", include((group_pages, "groups"))),
+    path("bulk/", include((bulk_pages, "bulk"))),
+    path("jobs/", include((job_pages, "jobs"))),
+    path("audit/", include((audit_pages, "audit"))),
     path("tokens/", include((token_pages, "tokens"))),
     path("replay-targets/", include((target_pages, "targets"))),
-    path("topology/", health.topology_health, name="topology"),
-    path("drainers/", health.drainers, name="drainers"),
+    path("", include((health_pages, "health"))),
 ]

@@ -6,7 +6,8 @@ import io
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from dlq.actions import audit, jobs
+from dlq import audit
+from dlq.actions import jobs
 from dlq.actions import message as message_actions
 from dlq.models.actions import AuditEntry
 from tests.factories import make_messages, make_user

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dlq.alerts import delivery, engine, mutes
+from dlq.alerts import delivery, engine, mutes, patterns
 from dlq.models import AlertRule, Message, Mute
 from tests.alertfactory import add_channel, arrive, sent_to
 from tests.factories import client_for, make_user, post
@@ -49,18 +49,18 @@ def webhook_queues(endpoint) -> list[dict]:
     ],
 )
 def test_a_pattern_names_a_vhost_and_a_queue(pattern, vhost, queue, expected):
-    assert engine.matches([pattern], vhost, queue) is expected
+    assert patterns.matches([pattern], vhost, queue) is expected
 
 
 def test_a_bare_pattern_means_the_vhost_of_the_broker_url(settings):
     settings.DLQ_BROKER_URL = "amqp://guest:guest@localhost:5672/billing"
-    assert engine.matches(["orders.dlq"], "billing", "orders.dlq")
-    assert not engine.matches(["orders.dlq"], "/", "orders.dlq")
+    assert patterns.matches(["orders.dlq"], "billing", "orders.dlq")
+    assert not patterns.matches(["orders.dlq"], "/", "orders.dlq")
 
 
 @pytest.mark.parametrize("junk", ["/orders.dlq", "billing/", " / ", "%zz/q", "a%2/q", "50%/q"])
 def test_junk_patterns_get_a_clear_error(junk):
-    [problem] = engine.pattern_errors([junk])
+    [problem] = patterns.pattern_errors([junk])
     assert repr(junk) in problem and "%2F" in problem
 
 
@@ -151,7 +151,7 @@ def test_a_junk_pattern_saved_earlier_mutes_nothing(endpoint):
 def test_a_junk_pattern_is_logged_once_not_at_every_evaluation(caplog):
     junk = f"%z{timezone.now().timestamp()}/*"  # one this process has not met yet
     for _ in range(3):
-        assert engine.patterns_of([junk, "orders.*"])[0].queue == "orders.*"
+        assert patterns.patterns_of([junk, "orders.*"])[0].queue == "orders.*"
     assert caplog.text.count("alert pattern ignored") == 1
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dlq.actions import audit
+from dlq import audit
 from dlq.actions import message as message_actions
 from tests.factories import client_for, make_message, make_user
 
@@ -115,7 +115,7 @@ def test_it_exports_csv_as_a_download_with_formulas_defused(viewer, actor):
 
 
 def test_it_exports_every_matching_row_in_batches(viewer, actor, monkeypatch):
-    monkeypatch.setattr("dlq.actions.audit.CSV_BATCH", 3)
+    monkeypatch.setattr("dlq.audit.CSV_BATCH", 3)
     for n in range(8):
         audit.record(actor, "discard", f"r{n}", [n + 1])
     response = viewer.get("/api/v1/audit", {"format": "csv", "actor": actor, "limit": 1})

@@ -3,7 +3,8 @@
 import tracemalloc
 import zlib
 
-from dlq.messages.ingest import SEARCH_BODY_BYTES, body_text, clean
+from dlq.messages.ingest import SEARCH_BODY_BYTES, body_text
+from dlq.text import clean
 
 
 def _gzip_of_zeros(mib: int) -> bytes:

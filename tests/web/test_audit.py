@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dlq.actions import audit
+from dlq import audit
 from dlq.actions import message as message_actions
 from dlq.models.actions import AuditEntry
 from tests.factories import make_messages

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from dlq.actions import audit
+from dlq import audit
 from dlq.drain import store
 from dlq.models import AuditAction, DrainedQueue, Message
 from tests.factories import make_message, make_messages

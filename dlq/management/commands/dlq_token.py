@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dlq.accounts.roles import role_of
 from dlq.actions import tokens
-from dlq.actions.message import NotFound
+from dlq.actions.errors import NotFound
 
 ACTOR = "manage.py"
 

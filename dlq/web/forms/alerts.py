@@ -2,7 +2,7 @@
 
 from django import forms
 
-from dlq.alerts import engine, mutes
+from dlq.alerts import mutes, patterns
 from dlq.models import AlertRule, ChannelKind, Mute
 
 SECRET_FIELDS = {
@@ -85,7 +85,7 @@ class RuleForm(forms.ModelForm):
 
     def clean_queues(self):
         value = self.cleaned_data["queues"]
-        found = engine.pattern_errors(AlertRule(queues=value).patterns)
+        found = patterns.pattern_errors(AlertRule(queues=value).patterns)
         if found:
             raise forms.ValidationError(found)
         return value

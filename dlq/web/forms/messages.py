@@ -9,7 +9,7 @@ import re
 from django import forms
 from pydantic import ValidationError
 
-from dlq.actions.message import ActionError
+from dlq.actions.errors import ActionError
 from dlq.messages import display
 from dlq.schemas.errors import field_errors
 from dlq.schemas.filters import MessageFilter, MessageListQuery
