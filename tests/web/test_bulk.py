@@ -3,8 +3,9 @@ refuses bad selections, targets and confirmations with clear errors (never a 500
 confirmed POST creates the job through jobs.create_job and hands it to a worker."""
 
 import html
+import json
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -92,29 +93,76 @@ def test_it_refuses_a_bad_target_on_review_and_on_confirm(operator, started):
     message = make_messages(1)[0]
     long = "x" * 256
     bad = [
-        (review_url("replay", id=message.pk, target="sideways"), "Select a valid choice"),
-        (review_url("replay", id=message.pk, target="custom", exchange=long, routing_key="k"),
+        ({"target": "sideways"}, "Select a valid choice"),
+        ({"target": "custom", "exchange": long, "routing_key": "k"},
          "Ensure this value has at most 255 characters"),
-        (review_url("replay", id=message.pk, target="original", exchange="x"),
+        ({"target": "original", "exchange": "x"},
          "exchange and routing key apply to a custom target only"),
+        ({}, "target: This field is required."),
     ]  # fmt: skip
-    for url, error in bad:
-        assert operator.get(url).status_code == 400
-        assert error in body(operator.get(url))
-        response = post(operator, url, {"reason": "fix"})
+    for target, error in bad:
+        review = review_url("replay", id=message.pk, **{k: quote(v) for k, v in target.items()})
+        if target:
+            assert operator.get(review).status_code == 400
+            assert error in body(operator.get(review))
+        response = post(operator, review_url("replay", id=message.pk), {**target, "reason": "fix"})
         assert response.status_code == 400 and error in body(response)
     assert not Job.objects.exists() and started == []
 
 
+def test_the_confirmation_replays_to_the_posted_target_not_the_first_loaded_one(operator, started):
+    """The page was first loaded with "original" (its address says so); the operator chose
+    the failed queue on the page and confirmed without a preview."""
+    message = make_messages(1)[0]
+    first_loaded = review_url("replay", id=message.pk, target="original")
+    review = body(operator.get(first_loaded))
+    assert "Replay 1 message to the original destination</button>" in review
+    confirm = html.unescape(re.search(r'action="(/bulk/review/\?[^"]+)"', review)[1])
+    assert "target" not in confirm  # no copy of the first target to disagree with the radios
+
+    response = post(operator, first_loaded, {"target": "failed_queue", "reason": "fixed"})
+
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert job.target == "failed_queue"
+    audited = json.loads(AuditEntry.objects.get(action="job_create").detail)
+    assert audited["target"] == "failed_queue"
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ({"target": "original"}, "Replay 2 messages to the original destination"),
+        ({"target": "failed_queue"}, "Replay 2 messages to the failed queue"),
+        ({"target": "custom", "exchange": "billing", "routing_key": "invoice.retry"},
+         "Replay 2 messages to exchange billing with routing key invoice.retry"),
+        ({"target": "custom", "exchange": "", "routing_key": "work"},
+         "Replay 2 messages to the default exchange with routing key work"),
+    ],
+)  # fmt: skip
+def test_the_button_says_where_the_messages_go(operator, target, words):
+    ids = [m.pk for m in make_messages(2)]
+    url = review_url("replay", id=ids[0]) + f"&id={ids[1]}"
+    preview = post(operator, url, {**target, "preview": "1", "reason": "typed first"})
+    assert preview.status_code == 200 and not Job.objects.exists()
+    assert f"{words}</button>" in body(preview)
+    assert "typed first</textarea>" in body(preview)  # a preview keeps what was typed
+    fragment = operator.get(url + "&" + urlencode(target), headers={"HX-Request": "true"})
+    assert f'hx-swap-oob="innerHTML:#confirm-action"><button type="submit">{words}</button>' in (
+        body(fragment)
+    )
+    assert "<html" not in body(fragment)  # only what the target changes
+
+
 def test_it_requires_a_reason_and_a_sane_rate(operator, started):
-    url = review_url("replay", id=make_messages(1)[0].pk, target="failed_queue")
+    url = review_url("replay", id=make_messages(1)[0].pk)
     bad = [
         ({"reason": "  "}, "This field is required."),
         ({"reason": "r", "rate_per_s": "0"}, "greater than or equal to 1"),
         ({"reason": "r", "rate_per_s": "fast"}, "Enter a whole number."),
     ]
     for data, error in bad:
-        response = post(operator, url, data)
+        response = post(operator, url, {"target": "failed_queue", **data})
         assert response.status_code == 400 and error in body(response)
     assert not Job.objects.exists() and started == []
 
@@ -153,10 +201,10 @@ def test_a_confirmed_replay_keeps_the_reviewed_target_and_rate(
     operator, started, django_capture_on_commit_callbacks
 ):
     messages = make_messages(2)
-    url = review_url("replay", id=messages[0].pk, target="custom", exchange="",
-                     routing_key=quote("some.queue"))  # fmt: skip
+    url = review_url("replay", id=messages[0].pk) + f"&id={messages[1].pk}"
+    target = {"target": "custom", "exchange": "", "routing_key": "some.queue"}
     with django_capture_on_commit_callbacks(execute=True):
-        response = post(operator, url + f"&id={messages[1].pk}", {"reason": "r", "rate_per_s": 5})
+        response = post(operator, url, {**target, "reason": "r", "rate_per_s": 5})
     assert response.status_code == 302
     job = Job.objects.get()
     assert (job.target, job.rate_per_s, job.total) == (

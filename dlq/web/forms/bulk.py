@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from dlq.actions.jobs import ACTIONS, MAX_IDS
 from dlq.schemas.errors import pydantic_errors
 from dlq.schemas.filters import MAX_ID, MessageFilter
+from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = tuple(MessageFilter.model_fields)
-TARGET_NAMES = ("target", "exchange", "routing_key")
 
 
 @dataclass
@@ -78,39 +78,14 @@ def parse_selection(query) -> Selection:
     return selection
 
 
-class TargetForm(forms.Form):
-    """Where a bulk replay sends the messages; read from the review's query string."""
-
-    target = forms.ChoiceField(
-        choices=[
-            ("original", "Original exchange and routing key"),
-            ("failed_queue", "The queue where it failed"),
-            ("custom", "An exchange and routing key"),
-        ],
-        initial="original",
-        widget=forms.RadioSelect,
-    )
-    exchange = forms.CharField(max_length=255, required=False, strip=False,
-                               help_text='empty for the default exchange ("")')  # fmt: skip
-    routing_key = forms.CharField(max_length=255, required=False, strip=False)
-
-    def __init__(self, query):
-        data = {k: query[k] for k in TARGET_NAMES if k in query} or {"target": "original"}
-        super().__init__(data)
-
-    def clean(self):
-        data = super().clean()
-        custom = data.get("target") == "custom"
-        if not custom and (data.get("exchange") or data.get("routing_key")):
-            raise forms.ValidationError("exchange and routing key apply to a custom target only")
-        return data
-
-    def value(self) -> str | dict:
-        """The target as jobs.create_job takes it."""
-        data = self.cleaned_data
-        if data["target"] != "custom":
-            return data["target"]
-        return {"exchange": data["exchange"], "routing_key": data["routing_key"]}
+def target_form(request) -> TargetForm:
+    """The replay target of a review. A POST carries the target the operator sees on the
+    page, and nothing else stands in for it (a POST without one is refused); a first look
+    takes the one a link names, original when it names none."""
+    if request.method == "POST":
+        return TargetForm(request.POST)
+    given = {name: request.GET[name] for name in TargetForm.base_fields if name in request.GET}
+    return TargetForm(given or {"target": "original"})
 
 
 class ConfirmForm(forms.Form):
