@@ -120,7 +120,7 @@ def bulk_review(request):
     confirm = ConfirmForm(request.POST) if confirming else ConfirmForm(initial=request.POST.dict())
     review = _review(selection, target)
     if confirming:
-        job = _create(request, selection, target_form, confirm, review["count"])
+        job = _create(request, selection, target_form, confirm)
         if job is not None:
             return redirect("ops:job", job.pk)
     context = {"selection": selection, "target_form": target_form, "confirm": confirm,
@@ -132,10 +132,8 @@ def bulk_review(request):
     return render(request, template, context, status=400 if bad else 200)
 
 
-def _create(request, selection, target_form, confirm, count):
+def _create(request, selection, target_form, confirm):
     """The job, queued for a worker once committed; None with the errors on the forms."""
-    if count == 0:
-        confirm.add_error(None, "no parked message is selected: nothing to do")
     replaying = selection.action == "replay"
     if not confirm.is_valid() or (replaying and not target_form.is_valid()):
         return None

@@ -168,10 +168,19 @@ def test_it_requires_a_reason_and_a_sane_rate(operator, started):
 
 
 def test_it_refuses_to_confirm_an_empty_selection(operator, started):
-    response = post(operator, review_url("discard", all=1, queue="nothing.here"), {"reason": "r"})
-    assert response.status_code == 400
-    assert "no parked message is selected: nothing to do" in body(response)
-    assert not Job.objects.exists()
+    """A filter that matches nothing, or ids none of which is parked: the same refusal as
+    the API's (jobs.create_job makes it)."""
+    replayed = make_messages(1)[0]
+    Message.objects.filter(pk=replayed.pk).update(status=Status.REPLAYED)
+    for selection, field in [
+        (review_url("discard", all=1, queue="nothing.here"), "filter"),
+        (review_url("discard", id=987654321), "ids"),
+        (review_url("discard", id=replayed.pk), "ids"),
+    ]:
+        response = post(operator, selection, {"reason": "r"})
+        assert response.status_code == 400
+        assert f"{field}: no parked message is selected: nothing to do" in body(response)
+    assert not Job.objects.exists() and started == []
 
 
 @pytest.mark.django_db(transaction=True)  # the job runs with several connections
