@@ -2,6 +2,7 @@
 redirects reverse; the views live in the module of their area."""
 
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from dlq.web import (
     alerts,
@@ -12,8 +13,8 @@ from dlq.web import (
     jobs,
     message_actions,
     messages,
+    overrides,
     overview,
-    targets,
     tokens,
 )
 
@@ -65,11 +66,11 @@ token_pages = [
     path("<int:pk>/revoke/", tokens.token_revoke, name="revoke"),
 ]
 
-target_pages = [
-    path("", targets.target_list, name="list"),
-    path("add/", targets.target_save, name="add"),
-    path("<int:pk>/", targets.target_save, name="change"),
-    path("<int:pk>/delete/", targets.target_delete, name="delete"),
+override_pages = [
+    path("", overrides.override_list, name="list"),
+    path("add/", overrides.override_save, name="add"),
+    path("<int:pk>/", overrides.override_save, name="change"),
+    path("<int:pk>/delete/", overrides.override_delete, name="delete"),
 ]
 
 urlpatterns = [
@@ -78,7 +79,9 @@ urlpatterns = [
     path("messages/", include((message_pages, "messages"))),
     path("", include((many_pages, "ops"))),
     path("tokens/", include((token_pages, "tokens"))),
-    path("replay-targets/", include((target_pages, "targets"))),
+    path("replay-overrides/", include((override_pages, "overrides"))),
+    # The page's address before the rename, kept for bookmarks.
+    path("replay-targets/", RedirectView.as_view(pattern_name="overrides:list", permanent=True)),
     path("topology/", health.topology_health, name="topology"),
     path("drainers/", health.drainers, name="drainers"),
 ]
