@@ -15,6 +15,7 @@ from dlq.schemas.filters import MAX_ID, MessageFilter
 from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = tuple(MessageFilter.model_fields)
+TARGET_PREFIX = "replay"
 
 
 @dataclass
@@ -80,12 +81,17 @@ def parse_selection(query) -> Selection:
 
 def target_form(request) -> TargetForm:
     """The replay target of a review. A POST carries the target the operator sees on the
-    page, and nothing else stands in for it (a POST without one is refused); a first look
-    takes the one a link names, original when it names none."""
+    page, and nothing else stands in for it (a POST without one is refused); a look at the
+    page takes the one its query names, original when it names none.
+
+    Its fields are prefixed (`replay-target`, `replay-exchange`, `replay-routing_key`, as on
+    the message page): the query string also names the selection, whose filters have an
+    `exchange` and a `routing_key` of their own."""
     if request.method == "POST":
-        return TargetForm(request.POST)
-    given = {name: request.GET[name] for name in TargetForm.base_fields if name in request.GET}
-    return TargetForm(given or {"target": "original"})
+        return TargetForm(request.POST, prefix=TARGET_PREFIX)
+    names = [f"{TARGET_PREFIX}-{name}" for name in TargetForm.base_fields]
+    given = {name: request.GET[name] for name in names if name in request.GET}
+    return TargetForm(given or {f"{TARGET_PREFIX}-target": "original"}, prefix=TARGET_PREFIX)
 
 
 class ConfirmForm(forms.Form):
