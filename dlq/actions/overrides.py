@@ -124,9 +124,5 @@ def _reason(reason: str) -> str:
 
 
 def _audited(override: ReplayOverride) -> dict:
-    return {
-        "id": override.pk,
-        "queue_pattern": override.queue_pattern,
-        "exchange": override.exchange,
-        "routing_key": override.routing_key,
-    }
+    """What the audit row keeps before and after a change: what a replay follows."""
+    return {k: v for k, v in describe(override).items() if k != "created_at"}
