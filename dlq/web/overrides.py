@@ -20,6 +20,13 @@ def override_list(request):
     return render(request, "overrides/list.html", _context())
 
 
+@require_safe
+@role_view(VIEWER)
+def old_address(request):
+    """/replay-targets/, the page's address before it was named for overrides (bookmarks)."""
+    return redirect("overrides:list", permanent=True)
+
+
 @require_POST
 @role_view(ADMIN)
 def override_save(request, pk: int | None = None):

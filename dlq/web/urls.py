@@ -2,7 +2,6 @@
 redirects reverse; the views live in the module of their area."""
 
 from django.urls import include, path
-from django.views.generic import RedirectView
 
 from dlq.web import (
     alerts,
@@ -80,8 +79,7 @@ urlpatterns = [
     path("", include((many_pages, "ops"))),
     path("tokens/", include((token_pages, "tokens"))),
     path("replay-overrides/", include((override_pages, "overrides"))),
-    # The page's address before the rename, kept for bookmarks.
-    path("replay-targets/", RedirectView.as_view(pattern_name="overrides:list", permanent=True)),
+    path("replay-targets/", overrides.old_address, name="old_overrides"),
     path("topology/", health.topology_health, name="topology"),
     path("drainers/", health.drainers, name="drainers"),
 ]
