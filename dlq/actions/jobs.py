@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
+from django.db.models import Count, OuterRef, Subquery, TextField, Value
+from django.db.models.functions import Coalesce, NullIf
 
 from dlq import audit
 from dlq.actions import replay
@@ -62,6 +64,12 @@ def create_job(actor, action: str, *, ids=None, filters=None, target="original",
     """Freeze the selection and write the job; the caller starts it (tasks.run_job)."""
     _validate(action, ids, filters, target, rate_per_s, reason)
     frozen_at = datetime.now(UTC)
+    selection = (
+        Message.objects.filter(pk__in=ids)
+        if ids is not None
+        else filter_messages(filters).filter(received_at__lte=frozen_at, status=Status.PARKED)
+    )
+    _check_selects_something(selection, "ids" if ids is not None else "filter")
     who = audit.actor_fields(actor)
     with transaction.atomic():
         job = Job.objects.create(
@@ -74,16 +82,17 @@ def create_job(actor, action: str, *, ids=None, filters=None, target="original",
             created_by_id=who["actor_id"],
             created_at=frozen_at,
         )
-        selection = (
-            Message.objects.filter(pk__in=ids)
-            if ids is not None
-            else filter_messages(filters).filter(received_at__lte=frozen_at, status=Status.PARKED)
-        )
         job.total = _add_items(job, selection)
         job.save(update_fields=["total"])
         audit.record(actor, AuditAction.JOB_CREATE, job.reason, job_id=job.pk,
                      request_id=request_id, detail=_job_detail(job, ids))  # fmt: skip
     return job
+
+
+def _check_selects_something(selection, field: str) -> None:
+    """A job with no parked message would do nothing (the bulk review refuses it too)."""
+    if not selection.filter(status=Status.PARKED).exists():
+        raise ActionError({field: ["no parked message is selected: nothing to do"]})
 
 
 def _add_items(job: Job, selection) -> int:
@@ -151,21 +160,32 @@ def finished_jobs():
     return Job.objects.exclude(status__in=ACTIVE_JOBS).order_by("-id")
 
 
-def failed_items(job: Job, limit: int = 50) -> list[dict]:
-    """The job's items that did not succeed, with why: the broker's answer, or why the
-    message could not be published (jobs of 0.5 and before kept only the broker's)."""
-    items = list(
-        JobItem.objects.filter(job=job, state=ItemState.FAILED)
-        .order_by("id")
-        .values("message_id", "outcome", "detail")[:limit]
+def failures_by_error(job: Job, groups: int = 20, links: int = 5) -> list[dict]:
+    """The job's failed items grouped by why they failed (the outcome and the broker's answer,
+    or why the message could not be published), the largest group first: each with its
+    count and the first few messages. Jobs of 0.5 and before kept only the broker's answer,
+    on the replay row."""
+    failed = _explained(JobItem.objects.filter(job=job, state=ItemState.FAILED))
+    rows = list(
+        failed.values("outcome", "error")
+        .annotate(count=Count("id"))
+        .order_by("-count", "outcome", "error")[:groups]
     )
-    unexplained = [i["message_id"] for i in items if not i["detail"]]
-    details = dict(
-        Replay.objects.filter(job=job, message_id__in=unexplained)
+    for row in rows:
+        same = failed.filter(outcome=row["outcome"], error=row["error"]).order_by("message_id")
+        row["message_ids"] = list(same.values_list("message_id", flat=True)[:links])
+    return rows
+
+
+def _explained(items):
+    broker_said = (
+        Replay.objects.filter(job=OuterRef("job"), message=OuterRef("message"))
         .exclude(outcome="confirmed")
         .order_by("id")
-        .values_list("message_id", "detail")
+        .values("detail")[:1]
     )
-    for item in items:
-        item["detail"] = item["detail"] or details.get(item["message_id"], "")
-    return items
+    return items.annotate(
+        error=Coalesce(
+            NullIf("detail", Value("")), Subquery(broker_said), Value(""), output_field=TextField()
+        )
+    )

@@ -57,8 +57,8 @@ def load_overrides() -> list[ReplayOverride]:
     return overrides
 
 
-def target_for(message) -> ReplayOverride | None:
-    """The per-queue replay target that "original" follows for `message`, if any."""
+def override_for(message) -> ReplayOverride | None:
+    """The per-queue replay override that "original" follows for `message`, if any."""
     return _override(message, None)
 
 

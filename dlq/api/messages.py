@@ -109,9 +109,9 @@ def route_preview(request, id: int, params: Query[RouteQuery]):
         raise ActionError({"target": [str(e)]}) from None
     headers = {key: codec.plain(value) for key, value in message.headers.items()}
     found = routes.preview(message.vhost, route, headers)
-    target = replay.target_for(message) if route.target == "original" else None
+    override = replay.override_for(message) if route.target == "original" else None
     return {
         **found,
-        "replay_target": target.queue_pattern if target else None,
+        "replay_target": override.queue_pattern if override else None,
         "note": replay.route_note(message, route),
     }

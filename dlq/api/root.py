@@ -15,8 +15,8 @@ from dlq.api.auth import docs_access
 from dlq.api.base import needs
 from dlq.api.jobs import router as jobs_router
 from dlq.api.messages import router as messages_router
+from dlq.api.overrides import router as overrides_router
 from dlq.api.queues import router as queues_router
-from dlq.api.targets import router as targets_router
 from dlq.api.tokens import router as tokens_router
 from dlq.http import REQUEST_ID_HEADER, request_id
 from dlq.schemas.errors import field_errors
@@ -109,4 +109,4 @@ api.add_router("/messages", messages_router, tags=["messages"])
 api.add_router("/jobs", jobs_router, tags=["jobs"])
 api.add_router("/audit", audit_router, tags=["audit"])
 api.add_router("/tokens", tokens_router, tags=["tokens"])
-api.add_router("/replay-targets", targets_router, tags=["replay targets"])
+api.add_router("/replay-targets", overrides_router, tags=["replay overrides"])

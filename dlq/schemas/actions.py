@@ -139,7 +139,8 @@ class RouteOut(Schema):
         None, description="what the framework that failed the message means for the route"
     )
     replay_target: str | None = Field(
-        None, description='the queue pattern of the replay target "original" follows; null for none'
+        None,
+        description='the queue pattern of the replay override "original" follows; null for none',
     )
 
 

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
@@ -23,7 +24,9 @@ from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.tasks import jobs as job_tasks
 from dlq.web.access import role_view
-from dlq.web.forms.bulk import FILTER_NAMES, ConfirmForm, Selection, TargetForm, parse_selection
+from dlq.web.forms import bulk as bulk_forms
+from dlq.web.forms.bulk import FILTER_NAMES, ConfirmForm, Selection, parse_selection
+from dlq.web.forms.replay import destination
 
 SAMPLE = 10
 
@@ -81,12 +84,17 @@ def _freeze_review(selection: Selection) -> None:
         selection.filters["received_before"] = timezone.now()
 
 
-def _confirm_url(selection: Selection, target_form: TargetForm) -> str:
-    pairs = selection.params() + [
-        (name, target_form.data[name]) for name in ("target", "exchange", "routing_key")
-        if name in target_form.data
-    ]  # fmt: skip
-    return f"{reverse('bulk:review')}?{urlencode(pairs)}"
+def _confirm_url(selection: Selection) -> str:
+    """The review's own address, naming the selection only: the target is posted with the
+    confirmation, from the radios the operator sees."""
+    return f"{reverse('bulk:review')}?{urlencode(selection.params())}"
+
+
+def _confirm_label(selection: Selection, count: int, target) -> str:
+    """The button says what it does: "Replay 26 messages to the failed queue"."""
+    verb = "Replay" if selection.action == "replay" else "Discard"
+    label = f"{verb} {count} message{pluralize(count)}"
+    return f"{label} {destination(target)}" if target is not None else label
 
 
 def _back_url(query) -> str:
@@ -98,38 +106,41 @@ def _back_url(query) -> str:
 @require_http_methods(["GET", "POST"])
 @role_view(OPERATOR)
 def bulk_review(request):
+    """The review (GET; with htmx, only what the target changes), a route preview of the
+    posted target (POST with `preview`), or the confirmation (POST)."""
     selection = parse_selection(request.GET)
     if selection.errors:
         return render(request, "bulk/review.html", {"selection": selection}, status=400)
     _freeze_review(selection)
-    target_form = TargetForm(request.GET)
     replaying = selection.action == "replay"
-    target = target_form.value() if replaying and target_form.is_valid() else None
-    confirm = ConfirmForm(request.POST if request.method == "POST" else None)
+    target_form = bulk_forms.target_form(request)
+    target = target_form.target_value() if replaying and target_form.is_valid() else None
+    confirming = request.method == "POST" and "preview" not in request.POST
+    # A preview keeps what was typed, without calling it wrong yet.
+    confirm = ConfirmForm(request.POST) if confirming else ConfirmForm(initial=request.POST.dict())
     review = _review(selection, target)
-    if request.method == "POST":
-        job = _create(request, selection, target_form, confirm, review["count"])
+    if confirming:
+        job = _create(request, selection, target_form, confirm)
         if job is not None:
             return redirect("jobs:detail", job.pk)
     context = {"selection": selection, "target_form": target_form, "confirm": confirm,
-               "replaying": replaying, "confirm_url": _confirm_url(selection, target_form),
-               "hidden": selection.params(), "back_url": _back_url(request.GET),
-               **review}  # fmt: skip
-    bad = request.method == "POST" or (replaying and not target_form.is_valid())
-    return render(request, "bulk/review.html", context, status=400 if bad else 200)
+               "replaying": replaying, "confirm_url": _confirm_url(selection),
+               "confirm_label": _confirm_label(selection, review["count"], target),
+               "back_url": _back_url(request.GET), **review}  # fmt: skip
+    bad = confirming or (replaying and not target_form.is_valid())
+    template = "bulk/review.html" + ("#preview" if request.htmx else "")
+    return render(request, template, context, status=400 if bad else 200)
 
 
-def _create(request, selection, target_form, confirm, count):
+def _create(request, selection, target_form, confirm):
     """The job, queued for a worker once committed; None with the errors on the forms."""
-    if count == 0:
-        confirm.add_error(None, "no parked message is selected: nothing to do")
     replaying = selection.action == "replay"
     if not confirm.is_valid() or (replaying and not target_form.is_valid()):
         return None
     try:
         job = jobs.create_job(
             request.user, selection.action, ids=selection.ids, filters=selection.filters,
-            target=target_form.value() if replaying else "original",
+            target=target_form.target_value() if replaying else "original",
             rate_per_s=confirm.cleaned_data["rate_per_s"],
             reason=confirm.cleaned_data["reason"], request_id=request_id(request),
         )  # fmt: skip

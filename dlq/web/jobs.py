@@ -37,12 +37,20 @@ def _progress(job: Job) -> dict:
     return {
         "job": job,
         "custom_target": job.target if isinstance(job.target, dict) else None,
-        "failed_items": jobs.failed_items(job),
+        "failures": jobs.failures_by_error(job),
         "settled": settled,
         "percent": round(100 * settled / job.total) if job.total else 100,
+        "bar": _bar(job),
         "active": job.status in jobs.ACTIVE_JOBS,
         "outcomes": sorted(job.outcomes.items()),
     }
+
+
+def _bar(job: Job) -> dict:
+    """The widths (of 100) of the done and the failed parts of the progress bar."""
+    total = job.total or 1
+    done, failed = 100 * job.done / total, 100 * job.failed / total
+    return {"done": f"{done:.2f}", "failed": f"{failed:.2f}"}
 
 
 @require_safe

@@ -173,5 +173,5 @@ def route_preview(request, pk: int):
             context["preview"] = routes.preview(message.vhost, route, headers)
             context["note"] = replay.route_note(message, route)
             if route.target == "original":
-                context["override"] = replay.target_for(message)
+                context["override"] = replay.override_for(message)
     return render(request, "messages/_route.html", context, status=200 if form.is_valid() else 400)

@@ -13,8 +13,8 @@ from dlq.web import (
     jobs,
     message_actions,
     messages,
+    overrides,
     overview,
-    targets,
     tokens,
 )
 
@@ -68,11 +68,11 @@ token_pages = [
     path("<int:pk>/revoke/", tokens.token_revoke, name="revoke"),
 ]
 
-target_pages = [
-    path("", targets.target_list, name="list"),
-    path("add/", targets.target_save, name="add"),
-    path("<int:pk>/", targets.target_save, name="change"),
-    path("<int:pk>/delete/", targets.target_delete, name="delete"),
+override_pages = [
+    path("", overrides.override_list, name="list"),
+    path("add/", overrides.override_save, name="add"),
+    path("<int:pk>/", overrides.override_save, name="change"),
+    path("<int:pk>/delete/", overrides.override_delete, name="delete"),
 ]
 
 health_pages = [
@@ -89,6 +89,7 @@ urlpatterns = [
     path("jobs/", include((job_pages, "jobs"))),
     path("audit/", include((audit_pages, "audit"))),
     path("tokens/", include((token_pages, "tokens"))),
-    path("replay-targets/", include((target_pages, "targets"))),
+    path("replay-overrides/", include((override_pages, "overrides"))),
+    path("replay-targets/", overrides.old_address, name="old_overrides"),
     path("", include((health_pages, "health"))),
 ]

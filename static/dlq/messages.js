@@ -1,4 +1,4 @@
-/* Messages pages: 400 answers shown, select a whole page. Times: localtime.js. */
+/* Messages and bulk review pages: 400 answers shown, select a whole page. Times: localtime.js. */
 (function () {
   "use strict";
 

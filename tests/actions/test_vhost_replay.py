@@ -1,5 +1,5 @@
 """Replays act in the message's own vhost: single and bulk, original, failed queue, custom
-targets and replay targets. A message is never published into another vhost, even when the
+targets and replay overrides. A message is never published into another vhost, even when the
 exchange it asks for exists only there (contract: "Many vhosts, one cluster")."""
 
 from urllib.parse import quote
@@ -97,7 +97,7 @@ def test_an_exchange_that_exists_only_in_other_vhosts_is_never_reached(
         for ch in (channel, in_b):
             ch.exchange_declare(exchange, "fanout")
             ch.queue_bind(names["work"], exchange)
-        make_target(f"{estate['a']}/{names['park']}", exchange, KEY)
+        make_override(f"{estate['a']}/{names['park']}", exchange, KEY)
     else:  # the exchange is deleted in A: it now exists only in B and the default vhost
         estate["in_a"].exchange_delete(exchange)
         if how == "custom":
@@ -112,7 +112,7 @@ def test_an_exchange_that_exists_only_in_other_vhosts_is_never_reached(
     _nothing_arrived_elsewhere(estate, channel)
 
 
-def make_target(pattern: str, exchange: str, routing_key: str) -> None:
+def make_override(pattern: str, exchange: str, routing_key: str) -> None:
     answer = client_for(make_user("admin"), token=True).post(
         "/api/v1/replay-targets",
         {"queue_pattern": pattern, "exchange": exchange, "routing_key": routing_key,
@@ -249,18 +249,18 @@ def test_a_replay_target_names_its_vhost_and_a_bare_one_means_the_default(vhosts
     a = vhosts.make("a")
     in_a = make_message(queue="orders.dlq", vhost=a)
     in_default = make_message(queue="orders.dlq", vhost="/")
-    make_target(f"{a}/orders.*", "a.events", "a.key")
-    make_target("orders.dlq", "default.events", "default.key")
+    make_override(f"{a}/orders.*", "a.events", "a.key")
+    make_override("orders.dlq", "default.events", "default.key")
 
     assert replay.resolve(in_a, "original") == replay.Route("original", "a.events", "a.key")
     assert replay.resolve(in_default, "original") == replay.Route(
         "original", "default.events", "default.key"
     )
-    assert replay.target_for(in_a).queue_pattern == f"{a}/orders.*"
+    assert replay.override_for(in_a).queue_pattern == f"{a}/orders.*"
 
 
 @pytest.mark.parametrize("pattern", ["/orders.dlq", "billing/", "bad%zz/orders.dlq", "a/ "])
-def test_a_replay_target_pattern_that_names_no_queue_is_refused(pattern):
+def test_a_replay_override_pattern_that_names_no_queue_is_refused(pattern):
     answer = client_for(make_user("admin"), token=True).post(
         "/api/v1/replay-targets",
         {"queue_pattern": pattern, "exchange": "x", "routing_key": "k", "reason": "r"},
@@ -270,10 +270,10 @@ def test_a_replay_target_pattern_that_names_no_queue_is_refused(pattern):
     assert "queue_pattern" in answer.json()["errors"]
 
 
-def test_the_targets_page_refuses_such_a_pattern_on_the_form():
+def test_the_overrides_page_refuses_such_a_pattern_on_the_form():
     data = {"new-queue_pattern": "billing/", "new-exchange": "x", "new-routing_key": "k",
             "new-reason": "r"}  # fmt: skip
-    answer = post(client_for(make_user("admin")), "/replay-targets/add/", data)
+    answer = post(client_for(make_user("admin")), "/replay-overrides/add/", data)
     assert answer.status_code == 400
     assert "has an empty part" in answer.content.decode()
     assert not ReplayOverride.objects.exists()

@@ -79,11 +79,11 @@ def world(channel, cleanup_queues, unique, monkeypatch):
     parked = [make_message(**seed, body=b"plain text") for _ in range(2)]
     parked.append(make_message(**seed, content_type="application/json"))
     discarded = make_message(**seed)
-    message_actions.discard(discarded.pk, "fuzz", "seed")
+    done = jobs.create_job("fuzz", "discard", ids=[discarded.pk], reason="seed")
+    message_actions.discard(discarded.pk, "fuzz", "seed")  # so the job skips it
     replayed = make_message(**seed)
     message_actions.replay_one(replayed.pk, "failed_queue", "fuzz", "seed")
     pending = jobs.create_job("fuzz", "discard", ids=[parked[0].pk], reason="seed")
-    done = jobs.create_job("fuzz", "discard", ids=[discarded.pk], reason="seed")
     job_run.run_job(done.pk)
     return {
         "messages": [m.pk for m in (*parked, discarded, replayed)],

@@ -192,6 +192,24 @@ def test_it_refuses_a_bad_job_field_by_field(operator, started, body, errors):
     assert not Job.objects.exists() and started == []
 
 
+def test_it_refuses_a_job_that_selects_no_parked_message(operator, started):
+    """As the bulk review does: unknown ids, ids of messages no longer parked, and a filter
+    that matches nothing would each make an empty job."""
+    replayed = make_messages(1, queue="some.dlq")[0]
+    Message.objects.filter(pk=replayed.pk).update(status=Status.REPLAYED)
+    nothing = "no parked message is selected: nothing to do"
+    for selection, field in [
+        ({"ids": [987654321, 987654322]}, "ids"),
+        ({"ids": [replayed.pk]}, "ids"),
+        ({"filter": {"queue": "some.dlq"}}, "filter"),
+        ({"filter": {"queue": "nothing.here"}}, "filter"),
+    ]:
+        response = _create(operator, {"action": "replay", **selection, "reason": "r"})
+        assert response.status_code == 400
+        assert response.json() == {"detail": "invalid input", "errors": {field: [nothing]}}
+    assert not Job.objects.exists() and not AuditEntry.objects.exists() and started == []
+
+
 def test_it_validates_the_filter_like_the_list(operator, started):
     response = _create(operator, {"action": "discard", "reason": "r",
                                   "filter": {"received_before": "2025-13-01"}})  # fmt: skip

@@ -90,7 +90,7 @@ def test_an_operator_cancels_a_rate_limited_job(page, live_server, top, worker):
     operator_logs_in(page, live_server)
 
     ids = "&".join(f"id={m.pk}" for m in parked)
-    page.goto(f"{live_server.url}/bulk/review/?action=replay&target=failed_queue&{ids}")
+    page.goto(f"{live_server.url}/bulk/review/?action=replay&replay-target=failed_queue&{ids}")
     page.get_by_label("Rate limit (messages per second)").fill("2")
     page.get_by_label("Reason").fill("slowly, please")
     page.get_by_role("button", name="Replay 200 messages").click()

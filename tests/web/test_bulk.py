@@ -3,8 +3,9 @@ refuses bad selections, targets and confirmations with clear errors (never a 500
 confirmed POST creates the job through jobs.create_job and hands it to a worker."""
 
 import html
+import json
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -15,6 +16,11 @@ from tests.factories import make_messages, post
 from tests.uiops import body, review_url
 
 pytestmark = pytest.mark.django_db
+
+
+def replay_to(target: str, **fields) -> dict:
+    """The target fields of the bulk review, prefixed as the page names them."""
+    return {f"replay-{k}": v for k, v in {"target": target, **fields}.items()}
 
 
 def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
@@ -42,13 +48,13 @@ def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
 def test_it_previews_a_custom_target_and_an_unknown_exchange(operator, top):
     work = top.queue("work")
     messages = make_messages(2, queue=top.name("dlq"), died_in=work)
-    url = review_url("replay", id=messages[0].pk, target="custom", exchange="",
-                     routing_key=work)  # fmt: skip
+    url = review_url("replay", id=messages[0].pk, **replay_to("custom", exchange="",
+                                                             routing_key=work))  # fmt: skip
     assert f"→ <code>{work}</code>" in body(operator.get(url))
 
     missing = top.name("missing")
-    url = review_url("replay", id=messages[0].pk, target="custom", exchange=missing,
-                     routing_key="k")  # fmt: skip
+    url = review_url("replay", id=messages[0].pk, **replay_to("custom", exchange=missing,
+                                                             routing_key="k"))  # fmt: skip
     assert f"exchange &#x27;{missing}&#x27; does not exist: replay would fail" in body(
         operator.get(url)
     )
@@ -92,38 +98,98 @@ def test_it_refuses_a_bad_target_on_review_and_on_confirm(operator, started):
     message = make_messages(1)[0]
     long = "x" * 256
     bad = [
-        (review_url("replay", id=message.pk, target="sideways"), "Select a valid choice"),
-        (review_url("replay", id=message.pk, target="custom", exchange=long, routing_key="k"),
+        (replay_to("sideways"), "Select a valid choice"),
+        (replay_to("custom", exchange=long, routing_key="k"),
          "Ensure this value has at most 255 characters"),
-        (review_url("replay", id=message.pk, target="original", exchange="x"),
+        (replay_to("original", exchange="x"),
          "exchange and routing key apply to a custom target only"),
     ]  # fmt: skip
-    for url, error in bad:
-        assert operator.get(url).status_code == 400
-        assert error in body(operator.get(url))
-        response = post(operator, url, {"reason": "fix"})
+    confirm = review_url("replay", id=message.pk)
+    for target, error in bad:
+        review = review_url("replay", id=message.pk, **{k: quote(v) for k, v in target.items()})
+        assert operator.get(review).status_code == 400
+        assert error in body(operator.get(review))
+        response = post(operator, confirm, {**target, "reason": "fix"})
         assert response.status_code == 400 and error in body(response)
+    # A confirmation names its target, under the page's own name for it.
+    for missing in ({}, {"target": "failed_queue"}):
+        response = post(operator, confirm, {**missing, "reason": "fix"})
+        assert response.status_code == 400
+        assert "target: This field is required." in body(response)
     assert not Job.objects.exists() and started == []
 
 
+def test_the_confirmation_replays_to_the_posted_target_not_the_first_loaded_one(operator, started):
+    """The page was first loaded with "original" (its address says so); the operator chose
+    the failed queue on the page and confirmed without a preview."""
+    message = make_messages(1)[0]
+    first_loaded = review_url("replay", id=message.pk, **replay_to("original"))
+    review = body(operator.get(first_loaded))
+    assert "Replay 1 message to the original destination</button>" in review
+    confirm = html.unescape(re.search(r'action="(/bulk/review/\?[^"]+)"', review)[1])
+    assert "target" not in confirm  # no copy of the first target to disagree with the radios
+
+    response = post(operator, first_loaded, {**replay_to("failed_queue"), "reason": "fixed"})
+
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert job.target == "failed_queue"
+    audited = json.loads(AuditEntry.objects.get(action="job_create").detail)
+    assert audited["target"] == "failed_queue"
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        (replay_to("original"), "Replay 2 messages to the original destination"),
+        (replay_to("failed_queue"), "Replay 2 messages to the failed queue"),
+        (replay_to("custom", exchange="billing", routing_key="invoice.retry"),
+         "Replay 2 messages to exchange billing with routing key invoice.retry"),
+        (replay_to("custom", exchange="", routing_key="work"),
+         "Replay 2 messages to the default exchange with routing key work"),
+    ],
+)  # fmt: skip
+def test_the_button_says_where_the_messages_go(operator, target, words):
+    ids = [m.pk for m in make_messages(2)]
+    url = review_url("replay", id=ids[0]) + f"&id={ids[1]}"
+    preview = post(operator, url, {**target, "preview": "1", "reason": "typed first"})
+    assert preview.status_code == 200 and not Job.objects.exists()
+    assert f"{words}</button>" in body(preview)
+    assert "typed first</textarea>" in body(preview)  # a preview keeps what was typed
+    fragment = operator.get(url + "&" + urlencode(target), headers={"HX-Request": "true"})
+    assert f'hx-swap-oob="innerHTML:#confirm-action"><button type="submit">{words}</button>' in (
+        body(fragment)
+    )
+    assert "<html" not in body(fragment)  # only what the target changes
+
+
 def test_it_requires_a_reason_and_a_sane_rate(operator, started):
-    url = review_url("replay", id=make_messages(1)[0].pk, target="failed_queue")
+    url = review_url("replay", id=make_messages(1)[0].pk)
     bad = [
         ({"reason": "  "}, "This field is required."),
         ({"reason": "r", "rate_per_s": "0"}, "greater than or equal to 1"),
         ({"reason": "r", "rate_per_s": "fast"}, "Enter a whole number."),
     ]
     for data, error in bad:
-        response = post(operator, url, data)
+        response = post(operator, url, {**replay_to("failed_queue"), **data})
         assert response.status_code == 400 and error in body(response)
     assert not Job.objects.exists() and started == []
 
 
 def test_it_refuses_to_confirm_an_empty_selection(operator, started):
-    response = post(operator, review_url("discard", all=1, queue="nothing.here"), {"reason": "r"})
-    assert response.status_code == 400
-    assert "no parked message is selected: nothing to do" in body(response)
-    assert not Job.objects.exists()
+    """A filter that matches nothing, or ids none of which is parked: the same refusal as
+    the API's (jobs.create_job makes it)."""
+    replayed = make_messages(1)[0]
+    Message.objects.filter(pk=replayed.pk).update(status=Status.REPLAYED)
+    for selection, field in [
+        (review_url("discard", all=1, queue="nothing.here"), "filter"),
+        (review_url("discard", id=987654321), "ids"),
+        (review_url("discard", id=replayed.pk), "ids"),
+    ]:
+        response = post(operator, selection, {"reason": "r"})
+        assert response.status_code == 400
+        assert f"{field}: no parked message is selected: nothing to do" in body(response)
+    assert not Job.objects.exists() and started == []
 
 
 @pytest.mark.django_db(transaction=True)  # the job runs with several connections
@@ -153,15 +219,31 @@ def test_a_confirmed_replay_keeps_the_reviewed_target_and_rate(
     operator, started, django_capture_on_commit_callbacks
 ):
     messages = make_messages(2)
-    url = review_url("replay", id=messages[0].pk, target="custom", exchange="",
-                     routing_key=quote("some.queue"))  # fmt: skip
+    url = review_url("replay", id=messages[0].pk) + f"&id={messages[1].pk}"
+    target = replay_to("custom", exchange="", routing_key="some.queue")
     with django_capture_on_commit_callbacks(execute=True):
-        response = post(operator, url + f"&id={messages[1].pk}", {"reason": "r", "rate_per_s": 5})
+        response = post(operator, url, {**target, "reason": "r", "rate_per_s": 5})
     assert response.status_code == 302
     job = Job.objects.get()
     assert (job.target, job.rate_per_s, job.total) == (
         {"exchange": "", "routing_key": "some.queue"}, 5, 2,
     )  # fmt: skip
+
+
+def test_a_custom_targets_exchange_is_not_read_as_a_filter(operator, started):
+    """The list's filters name the selection in the same query string, and have an
+    `exchange` and a `routing_key` of their own: a custom target's must not narrow it."""
+    make_messages(3, queue="bulk.dlq", exchange="orders.events", routing_key="order.created")
+    url = review_url("replay", all=1, queue="bulk.dlq")
+    target = replay_to("custom", exchange="billing", routing_key="invoice.retry")
+
+    review = operator.get(f"{url}&{urlencode(target)}", headers={"HX-Request": "true"})
+    response = post(operator, url, {**target, "reason": "r"})
+
+    assert "Sample: the newest 3 of 3" in body(review)
+    job = Job.objects.get()
+    assert response.status_code == 302 and job.total == 3
+    assert json.loads(job.filter_json).keys() == {"queue", "received_before"}
 
 
 def test_it_reviews_without_the_management_api(operator, settings):

@@ -12,9 +12,10 @@ from pydantic import ValidationError
 from dlq.actions.jobs import ACTIONS, MAX_IDS
 from dlq.schemas.errors import pydantic_errors
 from dlq.schemas.filters import MAX_ID, MessageFilter
+from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = tuple(MessageFilter.model_fields)
-TARGET_NAMES = ("target", "exchange", "routing_key")
+TARGET_PREFIX = "replay"
 
 
 @dataclass
@@ -78,39 +79,19 @@ def parse_selection(query) -> Selection:
     return selection
 
 
-class TargetForm(forms.Form):
-    """Where a bulk replay sends the messages; read from the review's query string."""
+def target_form(request) -> TargetForm:
+    """The replay target of a review. A POST carries the target the operator sees on the
+    page, and nothing else stands in for it (a POST without one is refused); a look at the
+    page takes the one its query names, original when it names none.
 
-    target = forms.ChoiceField(
-        choices=[
-            ("original", "Original exchange and routing key"),
-            ("failed_queue", "The queue where it failed"),
-            ("custom", "An exchange and routing key"),
-        ],
-        initial="original",
-        widget=forms.RadioSelect,
-    )
-    exchange = forms.CharField(max_length=255, required=False, strip=False,
-                               help_text='empty for the default exchange ("")')  # fmt: skip
-    routing_key = forms.CharField(max_length=255, required=False, strip=False)
-
-    def __init__(self, query):
-        data = {k: query[k] for k in TARGET_NAMES if k in query} or {"target": "original"}
-        super().__init__(data)
-
-    def clean(self):
-        data = super().clean()
-        custom = data.get("target") == "custom"
-        if not custom and (data.get("exchange") or data.get("routing_key")):
-            raise forms.ValidationError("exchange and routing key apply to a custom target only")
-        return data
-
-    def value(self) -> str | dict:
-        """The target as jobs.create_job takes it."""
-        data = self.cleaned_data
-        if data["target"] != "custom":
-            return data["target"]
-        return {"exchange": data["exchange"], "routing_key": data["routing_key"]}
+    Its fields are prefixed (`replay-target`, `replay-exchange`, `replay-routing_key`, as on
+    the message page): the query string also names the selection, whose filters have an
+    `exchange` and a `routing_key` of their own."""
+    if request.method == "POST":
+        return TargetForm(request.POST, prefix=TARGET_PREFIX)
+    names = [f"{TARGET_PREFIX}-{name}" for name in TargetForm.base_fields]
+    given = {name: request.GET[name] for name in names if name in request.GET}
+    return TargetForm(given or {f"{TARGET_PREFIX}-target": "original"}, prefix=TARGET_PREFIX)
 
 
 class ConfirmForm(forms.Form):

@@ -14,6 +14,7 @@ from dlq.messages import display
 from dlq.schemas.errors import field_errors
 from dlq.schemas.filters import MessageFilter, MessageListQuery
 from dlq.schemas.values import PropertiesIn, TypedValue, checked_headers
+from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = list(MessageFilter.model_fields)
 PAGE_SIZE = 50
@@ -61,31 +62,15 @@ class ReasonForm(ActionForm):
     """Discard and restore ask only why."""
 
 
-TARGETS = [
-    ("original", "Original destination"),
-    ("failed_queue", "The queue where it failed"),
-    ("custom", "Another exchange and routing key"),
-]
+class ReplayForm(TargetForm, ActionForm):
+    """The message page's replay: the shared target fields, then why (not asked by the route
+    preview, which reads the same fields)."""
 
-
-class ReplayForm(ActionForm):
     prefix = "replay"
-    target = forms.ChoiceField(choices=TARGETS, initial="original", widget=forms.RadioSelect)
-    exchange = forms.CharField(
-        max_length=255, required=False, strip=False, help_text="empty: the default exchange"
-    )
-    routing_key = forms.CharField(max_length=255, required=False, strip=False)
 
     def __init__(self, *args, preview: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["reason"].required = not preview
-
-    def target_value(self) -> str | dict:
-        """The target as dlq.actions takes it."""
-        data = self.cleaned_data
-        if data["target"] != "custom":
-            return data["target"]
-        return {"exchange": data["exchange"], "routing_key": data["routing_key"]}
 
 
 class EditForm(ActionForm):

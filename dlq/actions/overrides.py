@@ -1,6 +1,7 @@
-"""Per-queue replay targets: where "original" goes for the messages of queues matching a
+"""Per-queue replay overrides: where "original" goes for the messages of queues matching a
 pattern, when the first death is not where the message came from (a retry framework's delay
-exchange, for example). Admins manage them; every change is audited with before and after.
+exchange, for example). Admins manage them; every change is audited with before and after
+(as `replay_target_change`, the name the audit trail and the API have always used).
 
 A pattern is QUEUE (in the default vhost, the one in DLQ_BROKER_URL) or VHOST/QUEUE, each
 part a name or a glob (dlq/broker/names.py); the exchange is in the message's own vhost.
@@ -18,59 +19,59 @@ from dlq.models.actions import ReplayOverride
 
 
 def listed() -> list[ReplayOverride]:
-    """Every target, in the order a replay tries them (the first matching pattern wins)."""
+    """Every override, in the order a replay tries them (the first matching pattern wins)."""
     return replay.load_overrides()
 
 
-def describe(target: ReplayOverride) -> dict:
+def describe(override: ReplayOverride) -> dict:
     return {
-        "id": target.pk,
-        "queue_pattern": target.queue_pattern,
-        "exchange": target.exchange,
-        "routing_key": target.routing_key,
-        "created_at": target.created_at,
+        "id": override.pk,
+        "queue_pattern": override.queue_pattern,
+        "exchange": override.exchange,
+        "routing_key": override.routing_key,
+        "created_at": override.created_at,
     }
 
 
 def save(actor, reason: str, queue_pattern: str, exchange: str, routing_key: str,
-         target_id: int | None = None, request_id: str = "") -> ReplayOverride:  # fmt: skip
-    """Create a target, or change the one with `target_id`."""
+         override_id: int | None = None, request_id: str = "") -> ReplayOverride:  # fmt: skip
+    """Create an override, or change the one with `override_id`."""
     fields = _checked(queue_pattern, exchange, routing_key)
     reason = _reason(reason)
     try:
         with transaction.atomic():
-            if target_id is None:
-                target, before = ReplayOverride(), None
+            if override_id is None:
+                override, before = ReplayOverride(), None
             else:
-                target = _locked(target_id)
-                before = _audited(target)
-            _unique(fields["queue_pattern"], target_id)
+                override = _locked(override_id)
+                before = _audited(override)
+            _unique(fields["queue_pattern"], override_id)
             for name, value in fields.items():
-                setattr(target, name, value)
-            target.save()
+                setattr(override, name, value)
+            override.save()
             audit.record(actor, AuditAction.REPLAY_TARGET_CHANGE, reason,
-                         detail={"before": before, "after": _audited(target)},
+                         detail={"before": before, "after": _audited(override)},
                          request_id=request_id)  # fmt: skip
     except IntegrityError:
-        raise ActionError({"queue_pattern": ["another target has this pattern"]}) from None
-    return target
+        raise ActionError({"queue_pattern": ["another override has this pattern"]}) from None
+    return override
 
 
-def delete(actor, reason: str, target_id: int, request_id: str = "") -> None:
+def delete(actor, reason: str, override_id: int, request_id: str = "") -> None:
     reason = _reason(reason)
     with transaction.atomic():
-        target = _locked(target_id)
-        before = _audited(target)
-        target.delete()
+        override = _locked(override_id)
+        before = _audited(override)
+        override.delete()
         audit.record(actor, AuditAction.REPLAY_TARGET_CHANGE, reason,
                      detail={"before": before, "after": None}, request_id=request_id)  # fmt: skip
 
 
-def _locked(target_id: int) -> ReplayOverride:
-    target = ReplayOverride.objects.select_for_update().filter(pk=target_id).first()
-    if target is None:
-        raise NotFound(f"no replay target {target_id}")
-    return target
+def _locked(override_id: int) -> ReplayOverride:
+    override = ReplayOverride.objects.select_for_update().filter(pk=override_id).first()
+    if override is None:
+        raise NotFound(f"no replay override {override_id}")
+    return override
 
 
 def _checked(queue_pattern: str, exchange: str, routing_key: str) -> dict:
@@ -92,18 +93,18 @@ def _checked(queue_pattern: str, exchange: str, routing_key: str) -> dict:
     return values
 
 
-def _unique(queue_pattern: str, target_id: int | None) -> None:
-    """One target per pattern, however it is spelled: `orders.*` and `%2F/orders.*` name
+def _unique(queue_pattern: str, override_id: int | None) -> None:
+    """One override per pattern, however it is spelled: `orders.*` and `%2F/orders.*` name
     the same queues when `/` is the default vhost, and the second would never be used."""
     default = amqp.vhost_of(settings.DLQ_BROKER_URL)
     wanted = names.parse(queue_pattern, default)
-    for other in ReplayOverride.objects.exclude(pk=target_id).select_for_update():
+    for other in ReplayOverride.objects.exclude(pk=override_id).select_for_update():
         try:
             same = names.parse(other.queue_pattern, default) == wanted
         except names.PatternError:
             continue
         if same:
-            taken = f"target {other.pk} already has this pattern, written {other.queue_pattern!r}"
+            taken = f"override {other.pk} already has this pattern, written {other.queue_pattern!r}"
             raise ActionError({"queue_pattern": [taken]})
 
 
@@ -123,10 +124,6 @@ def _reason(reason: str) -> str:
     return reason.strip()
 
 
-def _audited(target: ReplayOverride) -> dict:
-    return {
-        "id": target.pk,
-        "queue_pattern": target.queue_pattern,
-        "exchange": target.exchange,
-        "routing_key": target.routing_key,
-    }
+def _audited(override: ReplayOverride) -> dict:
+    """What the audit row keeps before and after a change: what a replay follows."""
+    return {k: v for k, v in describe(override).items() if k != "created_at"}

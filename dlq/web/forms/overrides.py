@@ -1,9 +1,9 @@
-"""The replay targets page's form: a pattern, where its "original" replays go, and why."""
+"""The replay overrides page's form: a pattern, where its "original" replays go, and why."""
 
 from django import forms
 
 
-class TargetForm(forms.Form):
+class OverrideForm(forms.Form):
     queue_pattern = forms.CharField(
         max_length=255,
         help_text="a queue name or a glob (orders.*) in the default vhost, or VHOST/QUEUE "

@@ -1,4 +1,5 @@
-"""The API's shape of a per-queue replay target."""
+"""The API's shape of a per-queue replay override (at /api/v1/replay-targets, its path
+since before the name settled)."""
 
 from datetime import datetime
 
@@ -7,7 +8,7 @@ from ninja import Field, Schema
 from dlq.schemas.filters import Text
 
 
-class TargetOut(Schema):
+class OverrideOut(Schema):
     id: int
     queue_pattern: str = Field(
         description="QUEUE (in the default vhost) or VHOST/QUEUE, each part a name or a glob"
@@ -21,11 +22,11 @@ class TargetOut(Schema):
     created_at: datetime
 
 
-class TargetList(Schema):
-    results: list[TargetOut]
+class OverrideList(Schema):
+    results: list[OverrideOut]
 
 
-class TargetIn(Schema):
+class OverrideIn(Schema):
     queue_pattern: Text
     exchange: Text = ""
     routing_key: Text = ""
