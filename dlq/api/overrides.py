@@ -6,8 +6,8 @@ from ninja import Router, Status
 
 from dlq.accounts.roles import ADMIN
 from dlq.actions import overrides
-from dlq.http import request_id
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
+from dlq.http import request_id
 from dlq.schemas.overrides import OverrideIn, OverrideList, OverrideOut
 
 router = Router()

@@ -8,8 +8,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import ADMIN, VIEWER
 from dlq.actions import overrides
-from dlq.http import request_id
 from dlq.actions.errors import ActionError
+from dlq.http import request_id
 from dlq.web.access import role_view
 from dlq.web.forms.overrides import DeleteForm, OverrideForm
 
