@@ -170,6 +170,7 @@ class FieldRow:
 # (U+202E turns "\u202eevil.exe" into "exe.live" on screen) and lone surrogates (a byte that
 # was not UTF-8, kept by surrogateescape so that it round-trips; no page can encode one).
 _HIDDEN = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_HIDDEN_UNICODE = re.compile(f"[{_HIDDEN}]+")
 _HIDDEN_INLINE = re.compile(f"[\x00-\x1f{_HIDDEN}]+")
 _HIDDEN_BLOCK = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_HIDDEN}]+")  # keeps \t \n \r
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -219,8 +220,8 @@ def right_to_left(text: str) -> bool:
 def json_text(value) -> str:
     """Indented JSON with every hidden character as a \\u escape: it reads back the same
     (a lone surrogate too), and a textarea shows it as it is, bidi controls included."""
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _HIDDEN_INLINE.sub(
+    text = json.dumps(value, indent=2, ensure_ascii=False)  # C0 in strings: escaped already
+    return _HIDDEN_UNICODE.sub(
         lambda match: "".join(f"\\u{ord(char):04x}" for char in match.group()), text
     )
 
