@@ -72,6 +72,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "dlq.web.access.console_context",
             ],
+            # `visible`, the filter for untrusted text, in every template without a load.
+            "builtins": ["dlq.templatetags.dlq_text"],
         },
     },
 ]

@@ -6,9 +6,14 @@ so inflating always stops at a byte cap and says that it did.
 """
 
 import json
+import re
+import unicodedata
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from dlq.messages.deaths import x_death_entries
+from dlq.text import clean
 
 # What the API's body_text may hold when a body is inflated (beyond: cut, with a flag).
 API_INFLATE_LIMIT = 8 * 1024 * 1024
@@ -80,6 +85,11 @@ def api_text(body: bytes, content_encoding: str) -> tuple[str | None, bool]:
     return as_text(data, truncated), truncated
 
 
+# Control characters no text shows (NUL, ESC...; tab and line ends are text): a body holding
+# one is shown as a hex dump, where every byte is plain to see.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 @dataclass(frozen=True)
 class BodyView:
     kind: str  # json, text or hex
@@ -93,7 +103,7 @@ def render(body: bytes, content_encoding: str, content_type: str = "") -> BodyVi
     """What the message page shows of a body."""
     data, truncated, was_gzip = decoded(body, content_encoding, PAGE_LIMIT)
     text = as_text(data, truncated)
-    if text is None:
+    if text is None or _CONTROL.search(text):  # control bytes: binary, shown byte by byte
         cut = truncated or len(data) > HEX_LIMIT
         return BodyView("hex", hex_dump(data[:HEX_LIMIT]), cut, was_gzip, len(body))
     pretty = None if truncated else pretty_json(text, content_type)
@@ -156,18 +166,64 @@ class FieldRow:
         return first[:80] + "…"
 
 
-def readable(text: str) -> str:
-    """Text a page can write: bytes that were not UTF-8 (kept as surrogate escapes, so that
-    they round-trip) are shown as \\xNN instead of breaking the page's encoding."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate no byte made: show its code point
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+# What a page never writes as it is: C0 controls and DEL, C1 controls, the bidi controls
+# (U+202E turns "\u202eevil.exe" into "exe.live" on screen) and lone surrogates (a byte that
+# was not UTF-8, kept by surrogateescape so that it round-trips; no page can encode one).
+_HIDDEN = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_HIDDEN_UNICODE = re.compile(f"[{_HIDDEN}]+")
+_HIDDEN_INLINE = re.compile(f"[\x00-\x1f{_HIDDEN}]+")
+_HIDDEN_BLOCK = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_HIDDEN}]+")  # keeps \t \n \r
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# Characters that write right to left: text holding one is isolated (<bdi>), or it would
+# reorder what stands beside it on the page.
+_RIGHT_TO_LEFT = frozenset(["R", "AL", "AN"])
+
+
+def escaped(char: str) -> str:
+    """The visible escape of one hidden character: \\x00, \\n, \\u202e; a byte that was not
+    UTF-8 as \\xff (a C1 control, a character, is \\u0085: never mistaken for a byte)."""
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for one byte
+        return f"\\x{code - 0xDC00:02x}"
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def visible_parts(text: str, block: bool = False):
+    """`text` cut into (piece, hidden): runs of ordinary text, and runs of hidden characters
+    as their escapes. `block` text (a body, a stack trace) keeps its tabs and line ends."""
+    pattern = _HIDDEN_BLOCK if block else _HIDDEN_INLINE
+    start = 0
+    for match in pattern.finditer(text):
+        if match.start() > start:
+            yield text[start : match.start()], False
+        yield "".join(map(escaped, match.group())), True
+        start = match.end()
+    if start < len(text):
+        yield text[start:], False
+
+
+def visible(text: str, block: bool = False) -> str:
+    """Untrusted text as a page may show it: every hidden character as its escape. The one
+    helper for it; templates use the `visible` filter (dlq/templatetags/dlq_text.py)."""
+    return "".join(piece for piece, _ in visible_parts(text, block))
+
+
+def right_to_left(text: str) -> bool:
+    """Whether `text` holds a character written right to left (Hebrew, Arabic...)."""
+    return not text.isascii() and any(
+        unicodedata.bidirectional(char) in _RIGHT_TO_LEFT for char in text
+    )
+
+
+def json_text(value) -> str:
+    """Indented JSON with every hidden character as a \\u escape: it reads back the same
+    (a lone surrogate too), and a textarea shows it as it is, bidi controls included."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)  # C0 in strings: escaped already
+    return _HIDDEN_UNICODE.sub(
+        lambda match: "".join(f"\\u{ord(char):04x}" for char in match.group()), text
+    )
 
 
 def shown(typed) -> str:
@@ -183,17 +239,17 @@ def shown(typed) -> str:
         return _json(value)
     if kind == "timestamp" and isinstance(value, int):
         return f"{value} (seconds since 1970)"
-    return readable(str(value)[:PREVIEW_CHARS])
+    return str(value)[:PREVIEW_CHARS]
 
 
 def _json(value) -> str:
-    return readable(json.dumps(value, indent=2, ensure_ascii=False)[:PREVIEW_CHARS])
+    return json.dumps(value, indent=2, ensure_ascii=False)[:PREVIEW_CHARS]
 
 
 def header_rows(headers: dict) -> list[FieldRow]:
     return [
         FieldRow(
-            readable(str(name)),
+            str(name),
             str(typed.get("type", "?")) if isinstance(typed, dict) else "?",
             shown(typed),
             _moment(typed.get("value")) if _is_timestamp(typed) else None,
@@ -228,3 +284,15 @@ def property_rows(properties: dict) -> list[FieldRow]:
         else:
             rows.append(FieldRow(name, PROPERTY_TYPES.get(name, "shortstr"), str(value)))
     return rows
+
+
+def death_timeline(headers: dict) -> list[dict]:
+    """The x-death entries as the page lists them, their texts as the derived columns hold
+    them (ingest.clean: NUL, which PostgreSQL refuses, as U+FFFD): a reason reads the same
+    in the timeline as in the summary, the list and the groups."""
+    return [
+        {**entry, "queue": clean(entry["queue"], None), "reason": clean(entry["reason"], None),
+         "exchange": clean(entry["exchange"], None),
+         "routing_keys": [clean(key, None) for key in entry["routing_keys"]]}
+        for entry in x_death_entries(headers)
+    ]  # fmt: skip

@@ -7,7 +7,7 @@ import json
 from django.db.models import Q
 
 from dlq.audit import mentions
-from dlq.messages.display import readable, shown
+from dlq.messages.display import shown
 from dlq.models import Message
 from dlq.models.actions import AuditAction, AuditEntry, Replay
 
@@ -94,7 +94,7 @@ def edit_diff(diff: dict) -> dict:
         if "before_base64" in body  # not text: no line diff to show
         else None,
         "fields": [
-            {"section": section, "name": readable(name),
+            {"section": section, "name": name,
              "before": _maybe(change.get("before")), "after": _maybe(change.get("after"))}
             for section in ("properties", "headers")
             for name, change in (diff.get(section) or {}).items()

@@ -9,7 +9,6 @@ from dlq import audit, http
 from dlq.accounts.roles import VIEWER
 from dlq.broker import names
 from dlq.messages import queries
-from dlq.messages.display import readable
 from dlq.models import Message
 from dlq.models.actions import AuditAction
 from dlq.web.access import role_view
@@ -17,15 +16,16 @@ from dlq.web.forms.audit import parse_audit
 
 
 def _pretty(value) -> str:
-    return readable(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True))
+    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True)
 
 
 def diff_rows(diff: dict | None) -> list[dict]:
-    """An edit's before/after as rows for the template (which escapes every value)."""
+    """An edit's before/after as rows for the template (which shows every value through the
+    `visible` filter: a header name may hold any byte)."""
     rows = []
     for section in ("properties", "headers"):
         for key, change in (diff or {}).get(section, {}).items():
-            rows.append({"field": readable(f"{section}.{key}"),
+            rows.append({"field": f"{section}.{key}",
                          "before": _pretty(change.get("before")),
                          "after": _pretty(change.get("after"))})  # fmt: skip
     return rows

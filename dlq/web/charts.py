@@ -6,6 +6,8 @@ from datetime import datetime
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from dlq.messages.display import visible
+
 WIDTH, HEIGHT = 720, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
 COLOURS = ("#1f5fbf", "#b3261e", "#1d7a3a", "#8a5a00", "#6a3fb5", "#0f7c86", "#c2185b",
@@ -14,8 +16,10 @@ MAX_SERIES = len(COLOURS)
 
 
 def _top_series(series: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
+    """The busiest queues, their names with every hidden character (control, bidi control)
+    as its escape: SVG text and titles take no markup to set them apart."""
     ranked = sorted(series.items(), key=lambda item: (-sum(item[1]), item[0]))
-    return ranked[:MAX_SERIES]
+    return [(visible(name), counts) for name, counts in ranked[:MAX_SERIES]]
 
 
 def _points(counts: list[int], peak: int) -> str:

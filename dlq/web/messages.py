@@ -12,7 +12,7 @@ from dlq.accounts.roles import OPERATOR, VIEWER, has_role
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.broker import codec
-from dlq.messages import deaths, display, history, queries, symfony
+from dlq.messages import display, history, queries, symfony
 from dlq.messages.groups import group_name
 from dlq.models import DrainedQueue, Message, Status
 from dlq.web.access import role_view
@@ -88,7 +88,7 @@ def detail_context(request, message: Message, **forms) -> dict:
         "body": display.render(bytes(message.body), message.content_encoding, message.content_type),
         "properties": display.property_rows(message.properties),
         "headers": display.header_rows(message.headers),
-        "deaths": deaths.x_death_entries(message.headers),
+        "deaths": display.death_timeline(message.headers),
         "trace": _trace(message.exception_stacktrace),
         "symfony": symfony.read(message.headers, bytes(message.body)),
         "group_name": group_name(message),

@@ -13,7 +13,7 @@ from dlq.actions.errors import ActionError
 from dlq.messages import display
 from dlq.schemas.errors import field_errors
 from dlq.schemas.filters import MessageFilter, MessageListQuery
-from dlq.schemas.values import PropertiesIn, TypedValue, checked_headers
+from dlq.schemas.values import PropertiesIn, TypedValue, api_names, checked_headers
 from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = list(MessageFilter.model_fields)
@@ -55,7 +55,8 @@ class ActionForm(forms.Form):
             field = self.FIELD_OF.get(key.split(".")[0], key.split(".")[0])
             where = field if field in self.fields else None
             for problem in problems:
-                self.add_error(where, f"{key}: {problem}" if "." in key else problem)
+                text = f"{key}: {problem}" if "." in key else problem
+                self.add_error(where, display.visible(text))  # it may name a stored header
 
 
 class ReasonForm(ActionForm):
@@ -86,7 +87,7 @@ class EditForm(ActionForm):
                            strip=False)  # fmt: skip
     body_format = forms.ChoiceField(choices=BODY_FORMATS, initial="text")
     headers = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False,
-                              help_text="typed JSON, as shown under Headers")  # fmt: skip
+                              help_text="typed JSON, as the API gives them")  # fmt: skip
     properties = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False,
                                  help_text="JSON, as shown under Properties")  # fmt: skip
 
@@ -106,8 +107,10 @@ class EditForm(ActionForm):
         return {
             "body": text if text is not None else base64.b64encode(body).decode(),
             "body_format": "text" if text is not None else "base64",
-            "headers": json.dumps(message.headers, indent=2, ensure_ascii=False),
-            "properties": json.dumps(message.properties, indent=2, ensure_ascii=False),
+            # As the API gives them (a name that is not UTF-8 as base64:...), every hidden
+            # character a JSON escape: shown as they are, read back to the same bytes.
+            "headers": display.json_text(api_names(message.headers)),
+            "properties": display.json_text(message.properties),
         }
 
     def clean_body(self):
@@ -197,6 +200,8 @@ def _body_bytes(key: str, body: str) -> bytes | None:
 
 
 def _lines(error: ActionError):
+    """The error's problems, one line each; the names in them as a page may show them (a key
+    typed as "\\udcff" is a lone surrogate, which no page can encode)."""
     for key, problems in error.errors.items():
         for problem in problems:
-            yield f"{key}: {problem}"
+            yield display.visible(f"{key}: {problem}")
