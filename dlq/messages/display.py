@@ -204,6 +204,12 @@ def visible_parts(text: str, block: bool = False):
         yield text[start:], False
 
 
+def hides(text: str) -> bool:
+    """Whether `text` holds a character a page never writes as it is (tabs and line ends
+    aside): a text box would show it, or change it."""
+    return _HIDDEN_BLOCK.search(text) is not None
+
+
 def visible(text: str, block: bool = False) -> str:
     """Untrusted text as a page may show it: every hidden character as its escape. The one
     helper for it; templates use the `visible` filter (dlq/templatetags/dlq_text.py)."""

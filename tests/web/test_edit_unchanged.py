@@ -43,6 +43,7 @@ BODIES = {
     "a leading newline": b"\n\nafter two newlines\n",
     "CRLF line ends": b"first\r\nsecond\r\n",
     "not UTF-8": b"\xff\xfe\x00\x80",
+    "bidi, DEL and C1 controls": "total: \u202e0001\u202c \x7f\u0085".encode(),
 }
 
 
@@ -61,14 +62,17 @@ def test_a_save_with_only_a_reason_is_no_change_and_keeps_every_byte(operator, b
     assert not MessageVersion.objects.exists() and not AuditEntry.objects.exists()
 
 
-@pytest.mark.parametrize("name", ["NUL and other C0 controls", "a lone CR", "CRLF and LF mixed"])
+@pytest.mark.parametrize(
+    "name",
+    ["NUL and other C0 controls", "a lone CR", "CRLF and LF mixed", "bidi, DEL and C1 controls"],
+)
 def test_a_body_the_textarea_would_change_is_offered_as_base64(operator, name):
     message = make_message(body=BODIES[name])
     form = page_form(operator, message)
     assert form["edit-body_format"] == "base64"
     assert base64.b64decode(form["edit-body"]) == BODIES[name]
     assert (
-        "a browser's text box would change"
+        "a browser's text box would change or hide"
         in operator.get(f"/messages/{message.pk}/").content.decode()
     )
 

@@ -4,7 +4,6 @@ and the operator forms of one message (edit, replay, discard, restore)."""
 import base64
 import binascii
 import json
-import re
 
 from django import forms
 from pydantic import ValidationError
@@ -21,7 +20,8 @@ PAGE_SIZE = 50
 EDIT_BODY_LIMIT = display.PAGE_LIMIT
 BASE64_HELP = (
     "as base64, byte for byte: the body is compressed, is not UTF-8, or holds what a browser's"
-    " text box would change (NUL and other control characters, a lone CR, mixed line ends)"
+    " text box would change or hide (NUL and other control characters, bidi controls that"
+    " reorder what is shown, a lone CR, mixed line ends)"
 )
 
 
@@ -174,14 +174,15 @@ class EditForm(ActionForm):
 
 # A textarea does not carry every text: the HTML parser turns NUL into U+FFFD and a lone CR
 # into LF, and a browser sends every line end as CRLF. The other C0 controls are parse
-# errors that browsers may treat alike. Such a body is offered as base64, byte for byte.
-_NOT_CARRIED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# errors that browsers may treat alike, and a textarea shows DEL, C1 and bidi controls as
+# they are ("total: \u202e0001\u202c" reads "total: 1000"). Such a body is offered as
+# base64, byte for byte.
 
 
 def _textarea_text(body: bytes) -> str | None:
     """The body as text a browser's textarea sends back unchanged, or None."""
     text = display.as_text(body, False)
-    if text is None or _NOT_CARRIED.search(text):
+    if text is None or display.hides(text):
         return None
     crlf = text.count("\r\n")
     if text.count("\r") != crlf or crlf not in (0, text.count("\n")):
