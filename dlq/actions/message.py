@@ -6,8 +6,6 @@ call these; none of them changes a message any other way.
 """
 
 import base64
-import binascii
-import difflib
 import json
 import uuid
 from dataclasses import dataclass
@@ -17,26 +15,18 @@ from django.conf import settings
 from django.db import transaction
 
 from dlq import audit
-from dlq.actions import replay
+from dlq.actions import changes, replay
 from dlq.actions.errors import ActionError, Conflict, NotFound
-from dlq.broker import amqp, codec
+from dlq.broker import amqp
 from dlq.messages import search
-from dlq.messages.history import DIFF_TEXT_LIMIT
-from dlq.messages.ingest import body_text, search_text
+from dlq.messages.ingest import search_text
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, MessageVersion, Outcome, Replay
 from dlq.text import clean
 
-# Property values refused although their octet would carry them: AMQP 0-9-1 defines
-# delivery_mode 1 and 2 only. `priority` is not here: its spec text names 0-9, but RabbitMQ
-# 3.10 and 4.0 take and deliver 0-255 and producers send them (a priority queue caps it).
-BROKER_RANGES = {"delivery_mode": range(1, 3)}
 # Why an edit that leaves body, headers and properties as they are is refused (the API's
 # 400 and the page's form error): no version and no audit row for nothing.
 NO_CHANGE = "no change: the edit leaves the body, headers and properties as they are"
-# What a body diff reads (decoded): the diff keeps 64 KiB, and a gzip body that inflates to
-# gigabytes must not be inflated whole just to be compared.
-DIFF_READ_LIMIT = 1024 * 1024
 
 
 @dataclass
@@ -221,103 +211,6 @@ def release_stale_replays(older_than: float = STALE_REPLAY_SECONDS) -> int:
 # --- edit ---------------------------------------------------------------------------------
 
 
-def _new_body(body_text_value, body_base64) -> bytes | None:
-    if body_text_value is not None and body_base64 is not None:
-        raise ActionError({"body_text": ["give body_text or body_base64, not both"]})
-    if body_text_value is not None:
-        if not isinstance(body_text_value, str):
-            raise ActionError({"body_text": ["must be a string"]})
-        return body_text_value.encode("utf-8", "surrogatepass")
-    if body_base64 is not None:
-        try:
-            return base64.b64decode(body_base64, validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise ActionError({"body_base64": ["is not valid base64"]}) from None
-    return None
-
-
-def _validated_properties(properties) -> dict:
-    """Each property checked on its own, so every bad one is reported (field by field)."""
-    if not isinstance(properties, dict):
-        raise ActionError({"properties": ["must be an object of AMQP properties"]})
-    if "headers" in properties:
-        raise ActionError({"properties": ["headers are edited through the headers field"]})
-    errors = {}
-    for name, value in properties.items():
-        try:
-            amqp.make_properties({name: value}, None).encode()
-        except (codec.AmqpValueError, TypeError) as e:
-            errors[f"properties.{name}"] = [str(e)]
-            continue
-        allowed = BROKER_RANGES.get(name)
-        if allowed is not None and value not in allowed:
-            # AMQP allows any octet, RabbitMQ closes the publishing channel on these.
-            errors[f"properties.{name}"] = [f"must be {allowed[0]} to {allowed[-1]}"]
-    if errors:
-        raise ActionError(errors)
-    return properties
-
-
-def _validated_headers(headers) -> dict:
-    """Each header checked on its own, so every bad one is reported (field by field)."""
-    if not isinstance(headers, dict):
-        raise ActionError({"headers": ["must be an object of typed header values"]})
-    errors = {}
-    for key, value in headers.items():
-        try:
-            codec.encode_table({key: value})
-        except codec.AmqpValueError as e:
-            errors[f"headers.{key}"] = [str(e)]
-    if errors:
-        raise ActionError(errors)
-    return headers
-
-
-def _is_json(content_type) -> bool:
-    if not isinstance(content_type, str):  # {"base64": ...}: not UTF-8, so not JSON's name
-        return False
-    kind = content_type.split(";")[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
-
-
-def _check_body(body: bytes, properties: dict) -> None:
-    """A new body the broker would take, and that is JSON when its content type says so."""
-    if len(body) > replay.max_message_bytes():
-        raise ActionError({"body": [f"is {len(body)} bytes, more than the broker accepts"]})
-    if _is_json(properties.get("content_type")) and not properties.get("content_encoding"):
-        try:
-            json.loads(body)
-        except ValueError as e:
-            problem = f"content type is JSON but the body is not: {e}"
-            raise ActionError({"body_text": [problem]}) from None
-        except RecursionError:
-            problem = "content type is JSON but the body nests too deeply to be read as JSON"
-            raise ActionError({"body_text": [problem]}) from None
-
-
-def _body_diff(old: bytes, new: bytes, encoding: str) -> dict:
-    old_text = body_text(old, encoding, DIFF_READ_LIMIT)
-    new_text = body_text(new, encoding, DIFF_READ_LIMIT)
-    if old_text is None or new_text is None:
-        return {"before_base64": base64.b64encode(old[:DIFF_TEXT_LIMIT]).decode(),
-                "after_base64": base64.b64encode(new[:DIFF_TEXT_LIMIT]).decode(),
-                "before_size": len(old), "after_size": len(new)}  # fmt: skip
-    unified = difflib.unified_diff(
-        old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), "before", "after"
-    )
-    return {"before": old_text[:DIFF_TEXT_LIMIT], "after": new_text[:DIFF_TEXT_LIMIT],
-            "unified": "".join(unified)[:DIFF_TEXT_LIMIT],
-            "before_size": len(old), "after_size": len(new)}  # fmt: skip
-
-
-def _map_diff(old: dict, new: dict) -> dict:
-    return {
-        key: {"before": old.get(key), "after": new.get(key)}
-        for key in list(old) + [k for k in new if k not in old]
-        if old.get(key) != new.get(key)
-    }
-
-
 def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=None,
          headers=None, properties=None, request_id: str = "",
          stored_body: bool = False) -> Message:  # fmt: skip
@@ -325,11 +218,11 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
     `stored_body`: the body is one the console stored before (a version being restored),
     taken as it is, like the body a message arrived with."""
     reason = _require_reason(reason)
-    body = _new_body(body_text, body_base64)
+    body = changes.new_body(body_text, body_base64)
     if headers is not None:
-        _validated_headers(headers)
+        changes.validated_headers(headers)
     if properties is not None:
-        _validated_properties(properties)
+        changes.validated_properties(properties)
     with transaction.atomic():
         message = _locked(message_id)
         _expect(message, Status.PARKED, "edited")
@@ -338,13 +231,13 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
         new_props = old_props if properties is None else properties
         new_headers = old_headers if headers is None else headers
         if new_body != old_body and not stored_body:  # as it came: never refused for its content
-            _check_body(new_body, new_props)
+            changes.check_body(new_body, new_props)
         diff = {
-            "body": _body_diff(old_body, new_body, old_props.get("content_encoding") or "")
+            "body": changes.body_diff(old_body, new_body, old_props.get("content_encoding") or "")
             if new_body != old_body
             else None,
-            "properties": _map_diff(old_props, new_props),
-            "headers": _map_diff(old_headers, new_headers),
+            "properties": changes.map_diff(old_props, new_props),
+            "headers": changes.map_diff(old_headers, new_headers),
         }
         diff = {k: v for k, v in diff.items() if v}
         if not diff:
@@ -377,9 +270,9 @@ def version_diff(version: MessageVersion, message: Message) -> dict:
     old_body, new_body = bytes(message.body), bytes(version.body)
     encoding = message.properties.get("content_encoding") or ""
     diff = {
-        "body": _body_diff(old_body, new_body, encoding) if new_body != old_body else None,
-        "properties": _map_diff(message.properties, json.loads(version.properties_json)),
-        "headers": _map_diff(message.headers, json.loads(version.headers_json)),
+        "body": changes.body_diff(old_body, new_body, encoding) if new_body != old_body else None,
+        "properties": changes.map_diff(message.properties, json.loads(version.properties_json)),
+        "headers": changes.map_diff(message.headers, json.loads(version.headers_json)),
     }
     return {k: v for k, v in diff.items() if v}
 
