@@ -37,8 +37,9 @@ def new_body(body_text_value, body_base64) -> bytes | None:
     return None
 
 
-def validated_properties(properties) -> dict:
-    """Each property checked on its own, so every bad one is reported (field by field)."""
+def validated_properties(properties, stored: dict) -> dict:
+    """Each property checked on its own, so every bad one is reported (field by field). A
+    value the message came with is never refused for its range: the broker took it."""
     if not isinstance(properties, dict):
         raise ActionError({"properties": ["must be an object of AMQP properties"]})
     if "headers" in properties:
@@ -51,7 +52,7 @@ def validated_properties(properties) -> dict:
             errors[f"properties.{name}"] = [str(e)]
             continue
         allowed = BROKER_RANGES.get(name)
-        if allowed is not None and value not in allowed:
+        if allowed is not None and value not in allowed and value != stored.get(name):
             # AMQP allows any octet, RabbitMQ closes the publishing channel on these.
             errors[f"properties.{name}"] = [f"must be {allowed[0]} to {allowed[-1]}"]
     if errors:

@@ -221,11 +221,11 @@ def edit(message_id: int, actor, reason: str, *, body_text=None, body_base64=Non
     body = changes.new_body(body_text, body_base64)
     if headers is not None:
         changes.validated_headers(headers)
-    if properties is not None:
-        changes.validated_properties(properties)
     with transaction.atomic():
         message = _locked(message_id)
         _expect(message, Status.PARKED, "edited")
+        if properties is not None:
+            changes.validated_properties(properties, message.properties)
         old_body, old_props, old_headers = bytes(message.body), message.properties, message.headers
         new_body = old_body if body is None else body
         new_props = old_props if properties is None else properties

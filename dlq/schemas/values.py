@@ -101,8 +101,10 @@ class PropertiesIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content_type: ShortProperty = None
     content_encoding: ShortProperty = None
-    delivery_mode: Annotated[int, Strict(), Field(ge=1, le=2)] | None = Field(
-        None, description="1 transient, 2 persistent"
+    delivery_mode: Annotated[int, Strict(), Field(ge=0, le=255)] | None = Field(
+        None,
+        description="1 transient, 2 persistent; a new value must be 1 or 2, and one the"
+        " message came with (RabbitMQ takes any octet) is kept as it is",
     )
     priority: Annotated[int, Strict(), Field(ge=0, le=255)] | None = Field(
         None, description="0 to 255 (an octet); a priority queue caps it at its maximum"

@@ -85,3 +85,17 @@ def test_the_action_itself_refuses_them_too():
     with pytest.raises(message_actions.ActionError) as refused:
         message_actions.edit(message.pk, "carol", "r", properties={"delivery_mode": 0})
     assert refused.value.errors == {"properties.delivery_mode": ["must be 1 to 2"]}
+
+
+def test_a_value_the_message_came_with_is_kept_whatever_its_range(operator):
+    """RabbitMQ takes any delivery_mode octet: a message that came with 0 is edited without
+    changing it, and only a new value must be 1 or 2."""
+    message = make_message(body=b"{}", content_type="application/json", delivery_mode=0)
+
+    response = patch(operator, message, body_text='{"fixed": true}', properties=message.properties)
+
+    assert response.status_code == 200, response.content.decode()
+    message.refresh_from_db()
+    assert bytes(message.body) == b'{"fixed": true}' and message.properties["delivery_mode"] == 0
+    response = patch(operator, message, properties={**message.properties, "delivery_mode": 3})
+    assert list(response.json()["errors"]) == ["properties.delivery_mode"]

@@ -124,3 +124,14 @@ def test_a_message_with_priority_255_is_edited_in_the_form(operator):
     assert post(operator, f"/messages/{message.pk}/edit/", data).status_code == 302
     message.refresh_from_db()
     assert message.properties["priority"] == 200
+
+
+def test_a_message_with_delivery_mode_0_is_edited_in_the_form(operator):
+    message = make_message(body=b"x", delivery_mode=0)
+    data = page_form(operator, message) | {"edit-body": "y", "edit-reason": "fix"}
+
+    response = post(operator, f"/messages/{message.pk}/edit/", data)
+
+    assert response.status_code == 302, response.content.decode()
+    message.refresh_from_db()
+    assert bytes(message.body) == b"y" and message.properties["delivery_mode"] == 0
