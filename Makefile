@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/dlq
 # Again when a compiled module's source changes: the install builds it (setup.py).
 # `make run` needs the runtime dependencies only; the test tools come with `make test`.
 $(VENV)/.installed: pyproject.toml setup.py dlq/broker/_wire.pyx \
-		dlq/messages/deaths.py dlq/messages/ingest.py
+		dlq/messages/deaths.py dlq/messages/ingest.py dlq/text.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .

@@ -7,8 +7,9 @@
    operator with an API token. Starts the console's processes on it, as `make run` starts
    them (manage.py dlq_up): `manage.py runserver --noreload` on a free loopback port and
    `celery -A console worker -l info -c 2`, on a Celery queue of the benchmark's own (so no
-   other worker takes its tasks). A job over an empty selection is run once through both
-   (the console has been up a while when a user meets it).
+   other worker takes its tasks). A job discarding one message of its own is run once
+   through both (the console has been up a while when a user meets it; a job must select a
+   parked message).
    Then stores the other messages that are there when an operator replays (--stored: the
    issue measures at 1,000,000 in all): real drainer rows of another parking queue, copied
    in SQL, vacuumed and analyzed.
@@ -543,16 +544,20 @@ def job_body(queue: str) -> dict:
             "reason": "replay benchmark"}  # fmt: skip
 
 
-def warm_up(api: Api, queue: str) -> None:
-    """One job over an empty selection through the server and the worker."""
-    status, job = api.call("POST", "/api/v1/jobs", job_body(queue))
+def warm_up(api: Api, queue: str, work: str) -> None:
+    """One small job through the server and the worker: discarding one message of its own
+    (a job must select a parked message, and a discard publishes nothing)."""
+    seed(1, 16, queue, work)
+    body = {"action": "discard", "filter": {"queue": queue}, "reason": "replay benchmark warm-up"}
+    status, job = api.call("POST", "/api/v1/jobs", body)
     if status != 202:
         raise SystemExit(f"warm-up: POST /api/v1/jobs answered {status}: {job}")
     deadline = time.monotonic() + 60
     while api.call("GET", f"/api/v1/jobs/{job['id']}")[1]["status"] != "done":
         if time.monotonic() > deadline:
-            raise SystemExit("warm-up: the worker did not run the empty job in 60 s")
+            raise SystemExit("warm-up: the worker did not run the warm-up job in 60 s")
         time.sleep(0.1)
+    fresh_tables(queue)  # its message, item and job, as a run's own rows
 
 
 # --- the product's run ------------------------------------------------------------------------
@@ -762,7 +767,7 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
         print(f"starting the web server (127.0.0.1:{port}) and the Celery worker", flush=True)
         wait_until(server, api.healthy, "answer on /healthz")
         wait_until(worker, lambda: " ready." in worker.output(), "ready worker")
-        warm_up(api, f"{prefix}.empty")
+        warm_up(api, f"{prefix}.warm", work)
         seed_stored(args.stored, args.n, args.size, f"{prefix}.other", work)
 
         for run in range(1, args.runs + 1):

@@ -1,9 +1,9 @@
 """Which of the drainer's hot modules run compiled (setup.py), and a guard against old builds.
 
-An editable install (`make setup`) builds dlq/broker/_wire.pyx, dlq/messages/deaths.py and
-dlq/messages/ingest.py into C extensions beside their sources, and Python imports an
-extension before a source of the same name: after an edit, the old build would go on
-running, silently. setup.py records the SHA-256 of each source it built in
+An editable install (`make setup`) builds dlq/broker/_wire.pyx, dlq/messages/deaths.py,
+dlq/messages/ingest.py and dlq/text.py into C extensions beside their sources, and Python
+imports an extension before a source of the same name: after an edit, the old build would go
+on running, silently. setup.py records the SHA-256 of each source it built in
 dlq/_compiled.json, and `check()`, run when the package is imported, refuses a build whose
 source has changed since. An install from a wheel has no such file: its extensions and
 sources come from the same build.
@@ -21,6 +21,7 @@ SOURCES = {
     "dlq.broker._wire": "broker/_wire.pyx",
     "dlq.messages.deaths": "messages/deaths.py",
     "dlq.messages.ingest": "messages/ingest.py",
+    "dlq.text": "text.py",  # clean(), called for every derived column of every message
 }
 
 
