@@ -43,14 +43,28 @@ test: setup-test services lint check
 bench: setup services
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/drain.py
 
-# The user guide's pictures (docs/tour.md), taken by the browser tests.
+# The user guide's pictures (docs/tour.md), taken by the browser tests: by their own name, and
+# (RENAMED, artifact:picture) where the tour shows one width of a picture taken at several.
 SCREENSHOTS := ops-overview messages-list message-detail message-replayed ops-groups \
-	ops-bulk-review ops-job-done ops-audit alerts-channels-admin topology-health
+	ops-bulk-review ops-job-done ops-audit alerts-channels-admin topology-health \
+	edges-overview-nobody-paged edges-alert-channels edges-users edges-token-made \
+	edges-404-message job-paused alerts-sent-acknowledged account-telegram-deep-link \
+	account-slack-confirm
+RENAMED := groups-worklist-mine-1280-window:groups-worklist groups-form-1280-window:group-page \
+	safe-replay-review-1280:safe-replay-review safe-replay-job-1280-window:safe-replay-job \
+	policies-preview-1280:policies overview-drained-1280:overview-drained \
+	message-edit-replay-1280:message-edit-replay
 docs-screenshots: setup-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest -q tests/web/test_browser_ops.py \
 		tests/web/test_browser_messages.py tests/web/test_browser_alerts.py \
-		tests/health/test_topology_browser.py
+		tests/health/test_topology_browser.py tests/web/test_browser_edges.py \
+		tests/web/test_browser_groups.py tests/web/test_browser_safe_replay.py \
+		tests/web/test_browser_stuck_job.py tests/web/test_browser_policies.py \
+		tests/health/test_drained_browser.py tests/web/test_browser_edit_replay.py \
+		tests/web/test_browser_account.py
 	for name in $(SCREENSHOTS); do cp tests/artifacts/$$name.png docs/img/; done
+	for pair in $(RENAMED); do \
+		cp tests/artifacts/$${pair%%:*}.png docs/img/$${pair##*:}.png; done
 
 clean:
 	rm -rf $(VENV) var

@@ -9,6 +9,10 @@ import threading
 
 TICK = os.sysconf("SC_CLK_TCK")
 
+# The broker's own beam.smp pids, when the bench knows them (its private cluster, beside the
+# machine's other brokers): then only they and their children count as `broker`.
+BROKER_PIDS: set[int] = set()
+
 
 def machine_busy() -> float:
     """CPU seconds the whole machine has spent busy (all cores), from /proc/stat."""
@@ -54,7 +58,7 @@ def _role(pid: int, procs: dict, roots: dict[int, str]) -> str:
         p = procs[p][0]
     command = procs[pid][1]
     if "beam.smp" in command or "erl_child_setup" in command or "epmd" in command:
-        return "broker"
+        return "other" if BROKER_PIDS else "broker"
     # A backend's title ("postgres: user db ...") is set after its fork; seen earlier, it
     # still has the server's command line (".../bin/postgres -D ...").
     if command.split(" ", 1)[0].rsplit("/", 1)[-1].startswith("postgres"):
@@ -74,7 +78,8 @@ class Meter:
     SAMPLE = 0.1
 
     def __init__(self, roots: dict[int, str] | None = None):
-        self.roots = dict(roots or {})
+        self.roots = dict.fromkeys(BROKER_PIDS, "broker")
+        self.roots.update(roots or {})
         self.roots[os.getpid()] = "bench"
 
     def start(self) -> None:

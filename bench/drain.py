@@ -2,7 +2,7 @@
 """Drain benchmark: the product's drainer against the raw pika ceiling (not a test).
 
     .venv/bin/python bench/drain.py [--n 50000] [--size 1024] [--skip-two] [--vhosts 20]
-        [--without-tallies]
+        [--without-tallies] [--cluster [3.10|4.0]]
 
 1. Creates (drops and recreates) a dedicated benchmark database and migrates it.
 2. Fills a parking queue with N persistent messages that carry a real `x-death`: they are
@@ -17,6 +17,12 @@
 6. With --vhosts K: the same N spread over K fresh vhosts (one parking queue each), drained
    by one drainer process (`VHOST/QUEUE` glob), against raw pika consuming the same
    messages vhost after vhost in the same run; the vhosts are deleted afterwards.
+7. With --cluster VERSION (3.10 or 4.0; 3.10 if none is named): the same measurement on
+   the private three-node cluster of .ci/cluster (started if it is not running), the
+   parking queue a quorum queue, DLQ_BROKER_URL and DLQ_MANAGEMENT_URL listing the three
+   nodes (the drainer connects to the first, as does the ceiling); it also prints the
+   memory the three nodes need (the VmRSS of their beam.smp, summed): before filling and
+   the peak of the whole run. The broker's CPU is then the cluster's alone.
 
 Rates are steady-state: ceiling from the first to the last delivery; drainers from the
 start of the first stored batch to the start of the last one (the rows of the last batch
@@ -40,6 +46,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import cluster as private_cluster  # bench/cluster.py
 import cpu as cpu_use  # bench/cpu.py
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +160,7 @@ def body_of(i: int, size: int) -> bytes:
 
 
 class Broker:
-    def __init__(self, url: str, prefix: str):
+    def __init__(self, url: str, prefix: str, queue_type: str = "classic"):
         from dlq.broker import amqp, codec
 
         self.amqp, self.codec = amqp, codec
@@ -162,7 +169,8 @@ class Broker:
         self.conn = amqp.connect(url, "dlq-bench")
         self.ch = self.conn.channel()
         self.ch.exchange_declare(self.dlx, "fanout", durable=True)
-        self.ch.queue_declare(self.parking, durable=True)
+        quorum = {"x-queue-type": "quorum"} if queue_type == "quorum" else None
+        self.ch.queue_declare(self.parking, durable=True, arguments=quorum)
         self.ch.queue_bind(self.parking, self.dlx)
         args = {"x-message-ttl": 0, "x-dead-letter-exchange": self.dlx}
         self.ch.queue_declare(self.work, durable=True, arguments=args)
@@ -409,6 +417,14 @@ def vhost_case(args, k: int) -> tuple[dict, dict]:
     return ceiling, result
 
 
+def use_cluster(args) -> list[int]:
+    """--cluster: the run goes to the private cluster's three nodes; their beam.smp pids."""
+    print(f"RabbitMQ {args.cluster} cluster: starting it unless it runs", flush=True)
+    args.broker_url, args.management_url, pids = private_cluster.start(args.cluster)
+    cpu_use.BROKER_PIDS.update(pids)  # the machine's other brokers are not this run's
+    return pids
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=50_000, help="messages per run (50000)")
@@ -436,30 +452,45 @@ def main() -> None:
         action="store_true",
         help="drop the queues' count triggers first, to measure what they cost",
     )
+    parser.add_argument(
+        "--cluster",
+        nargs="?",
+        const="3.10",
+        choices=("3.10", "4.0"),
+        help="on .ci/cluster's three nodes of this version (3.10), a quorum parking queue",
+    )
     parser.add_argument("--ceiling-worker", metavar="TARGETS", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
-    if args.prefetch:
-        PREFETCH_OVERRIDE.append(args.prefetch)
     if args.ceiling_worker:
         ceiling_worker([tuple(t) for t in json.loads(args.ceiling_worker)], args.n)
         return
+    if args.cluster and args.vhosts:
+        parser.error("--vhosts is not measured on a --cluster")
+    nodes = use_cluster(args) if args.cluster else []
+    os.environ["DLQ_MANAGEMENT_URL"] = args.management_url  # the drainers' (drainer_env)
+    if args.prefetch:
+        PREFETCH_OVERRIDE.append(args.prefetch)
 
     sys.path.insert(0, str(ROOT))
     from dlq import compiled
 
     print(f"benchmark database {args.database_url}: recreating and migrating", flush=True)
     make_database(args.database_url, tallies=not args.without_tallies)
-    broker = Broker(args.broker_url, f"dlqbench-{uuid.uuid4().hex[:8]}")
+    queue_type = "quorum" if nodes else "classic"
+    broker = Broker(args.broker_url, f"dlqbench-{uuid.uuid4().hex[:8]}", queue_type)
+    memory = private_cluster.PeakRss(nodes)  # the cluster's nodes (none without --cluster)
+    memory.start()
     try:
         print("ceiling: filling", flush=True)
         broker.fill(args.n, args.size)
-        ceiling = measured_ceiling([(args.broker_url, broker.parking)], args.n)
+        first_node = broker.amqp.nodes(args.broker_url)[0]  # where the drainer connects
+        ceiling = measured_ceiling([(first_node, broker.parking)], args.n)
         print(f"  {ceiling['rate']:,.0f} msg/s", flush=True)
         one = drain_case("1 drainer", 1, broker, args)
         two = None if args.skip_two else drain_case("2 drainers", 2, broker, args)
     finally:
         broker.close()
+        memory.stop()
     many = vhost_case(args, args.vhosts) if args.vhosts else None
 
     def line(name, result, rss, base=None):
@@ -481,6 +512,12 @@ def main() -> None:
         f" DLQ_DRAIN_PREFETCH={args.prefetch or 2000}"
         f" DLQ_DRAIN_FLUSH_MS=50, synchronous_commit={one['sync']}"
     )
+    if nodes:
+        print(
+            f"cluster: RabbitMQ {args.cluster}, 3 nodes, a quorum parking queue; the nodes' RSS"
+            f" (3 beam.smp summed): {mib(memory.rest)} MiB before filling,"
+            f" {mib(memory.peak)} MiB at the peak of the run"
+        )
     print(f"drainer: compiled modules {compiled.describe()} (setup.py)")
     print(f"ceiling: plain pika, prefetch {PREFETCH}, basic_ack(multiple=True) every {ACK_EVERY}")
     print(

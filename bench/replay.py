@@ -40,7 +40,13 @@
    finished_at to the poll that saw `done`. The POST round trip (to the 202) is printed
    beside them: the worker may start before the 202 arrives.
 
-5. Where the CPU went (bench/cpu.py): each phase's CPU seconds of every process on the
+5. A canary that comes back (issue 28): ABORT_N parked messages that died in a work queue
+   whose consumer (a thread here) rejects everything into its dead-letter exchange, back to
+   a parking queue a real drainer (`manage.py drain`) stores from; `POST /api/v1/jobs` with
+   a canary of ABORT_CANARY (max_returns 0 by default); timed from the first return's
+   storing (its row's received_at) to the poll that sees the job `aborted` ("abort s").
+
+6. Where the CPU went (bench/cpu.py): each phase's CPU seconds of every process on the
    machine, by role (RabbitMQ, PostgreSQL, the pika child, the console's worker and web
    server), per message. The broker, the database and the console share this machine's
    cores, so when both sides keep every core busy the rates' ratio is bounded by the ratio
@@ -51,7 +57,7 @@ queue) are deleted at the end, and the server and worker stopped, whatever happe
 
 --sql starts the same worker through this file, which patches in the job's steps (claim,
 publish, settle) and times them and every SQL statement (their sums overlap: the three
-steps run in three threads); --batch B also sets job_batch.BATCH there. Both cost the
+steps run in three threads); --batch B also sets batches.BATCH there. Both cost the
 worker some time: the plain worker gives the headline figures.
 
 The machine is shared: run it a few times (--runs). The benchmark database is separate
@@ -228,16 +234,16 @@ class Profile:
     every thread the job uses (in the worker process that runs it)."""
 
     # (module, name): each step patched where the job calls it.
-    STEPS = (("job_batch", "_claim_batch"), ("job_run", "_publish"), ("job_run", "settle_batch"))
+    STEPS = (("batches", "_claim_batch"), ("running", "_publish"), ("running", "settle_batch"))
 
     def __init__(self):
         import threading
 
         from django.db.backends.signals import connection_created
 
-        from dlq.actions import job_batch, job_run
+        from dlq.jobs import batches, running
 
-        modules = {"job_batch": job_batch, "job_run": job_run}
+        modules = {"batches": batches, "running": running}
         self.lock = threading.Lock()
         self.stats: dict[str, list] = {}
         for module, name in self.STEPS:
@@ -288,10 +294,10 @@ def worker_shim(options: dict, celery_args: list[str]) -> None:
     from celery.__main__ import main as celery_main
     from celery.signals import task_postrun
 
-    from dlq.actions import job_batch
+    from dlq.jobs import batches
 
     if options.get("batch"):
-        job_batch.BATCH = options["batch"]
+        batches.BATCH = options["batch"]
     if options.get("profile_dir"):
         profile = Profile()
 
@@ -540,8 +546,9 @@ class Api:
 
 
 def job_body(queue: str) -> dict:
+    # The queue has no consumer while the job runs (its depth is the measure): no gate.
     return {"action": "replay", "filter": {"queue": queue}, "target": "failed_queue",
-            "reason": "replay benchmark"}  # fmt: skip
+            "reason": "replay benchmark", "require_consumers": False}  # fmt: skip
 
 
 def warm_up(api: Api, queue: str, work: str) -> None:
@@ -595,6 +602,79 @@ def product_run(api: Api, park: str, n: int, worker: Child) -> dict:
         worker.check_alive()
         time.sleep(POLL)
     return {"id": job["id"], "sent": sent, "answered": answered, "seen": seen}
+
+
+# --- a canary that comes back ---------------------------------------------------------------
+
+ABORT_N, ABORT_CANARY = 50, 5  # parked messages of the canary job, and its canary
+
+
+class Rejecter:
+    """A consumer of the canary's work queue that fails every message (reject, no requeue:
+    the queue's dead-letter exchange takes it back to the parking queue a drainer drains)."""
+
+    def __init__(self, url: str, queue: str):
+        import threading
+
+        self.url, self.queue = url.split(",")[0].strip(), queue
+        self.stopping, self.ready = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, name="bench-rejecter", daemon=True)
+        self.thread.start()
+        if not self.ready.wait(30):
+            raise SystemExit("the rejecting consumer did not start")
+
+    def _run(self) -> None:
+        import pika
+
+        conn = pika.BlockingConnection(pika.URLParameters(self.url))
+        channel = conn.channel()
+        channel.basic_consume(
+            self.queue, lambda ch, method, _p, _b: ch.basic_reject(method.delivery_tag, False)
+        )
+        self.ready.set()
+        while not self.stopping.is_set():
+            conn.process_data_events(time_limit=0.1)
+        conn.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(10)
+
+
+def abort_run(api: Api, back: str) -> float:
+    """A replay of the `back` queue with a canary of ABORT_CANARY into a queue whose consumer
+    rejects everything: seconds from the first return's storing (its row's received_at, the
+    drainer's clock, this machine's) to this poll seeing the job `aborted`."""
+    body = {"action": "replay", "filter": {"queue": back}, "target": "failed_queue",
+            "canary": ABORT_CANARY, "reason": "abort benchmark"}  # fmt: skip
+    status, job = api.call("POST", "/api/v1/jobs", body)
+    if status != 202:
+        raise SystemExit(f"POST /api/v1/jobs (canary) answered {status}: {job}")
+    deadline = time.monotonic() + 120
+    while (state := job_state(job["id"])[0]) != "aborted":
+        if state not in ("pending", "running", "waiting") or time.monotonic() > deadline:
+            raise SystemExit(f"the canary job {job['id']} reads {state}, not aborted")
+        time.sleep(POLL)
+    seen = time.time()
+    # Every message of the canary comes back; all stored before the next run cleans up.
+    while (returns := _returns(job["id"]))[0] < ABORT_CANARY:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{returns[0]} of the canary's {ABORT_CANARY} came back")
+        time.sleep(POLL)
+    return seen - returns[1].timestamp()
+
+
+def _returns(job_id: int) -> tuple:
+    """How many of the job's messages came back, and when the first was stored."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), min(m.received_at) FROM dlq_message m JOIN dlq_jobitem i"
+            " ON i.message_id = m.previous_id WHERE i.job_id = %s",
+            [job_id],
+        )
+        return cursor.fetchone()
 
 
 def check_job(job_id: int, n: int) -> None:
@@ -741,6 +821,8 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
 
     prefix = f"dlqbench-replay-{uuid.uuid4().hex[:8]}"
     park, work, celery_queue = f"{prefix}.dlq", f"{prefix}.work", f"{prefix}.celery"
+    # The canary's: a work queue dead-lettering into a parking queue a drainer drains.
+    back, canary_work, back_x = f"{prefix}.back", f"{prefix}.canary", f"{prefix}.back-x"
     env = child_env(base_env, args, celery_queue)
     port = free_port()
     worker_args = [*WORKER_ARGS, "-Q", celery_queue, "-n", f"{prefix}@%h"]
@@ -759,10 +841,17 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
     try:
         channel = conn.channel()
         channel.queue_declare(work, durable=True)
+        channel.exchange_declare(back_x, "fanout")
+        channel.queue_declare(back, durable=True)
+        channel.queue_bind(back, back_x)
+        channel.queue_declare(canary_work, arguments={"x-dead-letter-exchange": back_x})
         server_cmd = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
         children.append(Child("server", server_cmd, env, logs))
         children.append(Child("worker", worker_cmd, env, logs))
-        server, worker = children
+        drain_cmd = [sys.executable, "manage.py", "drain", "--queues", back]
+        children.append(Child("drainer", drain_cmd, env, logs))
+        server, worker, _drainer = children
+        rejecter = Rejecter(args.broker_url, canary_work)
         api = Api(port, token)
         print(f"starting the web server (127.0.0.1:{port}) and the Celery worker", flush=True)
         wait_until(server, api.healthy, "answer on /healthz")
@@ -805,11 +894,23 @@ def bench(args, base_env: dict, logs: Path) -> list[dict]:
             if profile_dir:
                 print_profile(profile_dir / f"job-{times['id']}.json", worker)
             cpu_ratio = ceiling_cpu["machine"] / product_cpu["machine"]
-            results.append({"ceiling": top, "product": rate, **t, "cpu_ratio": cpu_ratio})
+
+            print(f"run {run}: a canary of {ABORT_CANARY} that comes back", flush=True)
+            fresh_tables(park)  # its job goes: the run's figures are taken
+            fresh_tables(back)
+            seed(ABORT_N, args.size, back, canary_work)
+            abort = abort_run(api, back)
+            print(f"  aborted {abort:.2f} s after the first return was stored", flush=True)
+            fresh_tables(back)  # its job and replays, before the next run's clean-up
+            results.append({"ceiling": top, "product": rate, **t, "cpu_ratio": cpu_ratio,
+                            "abort": abort})  # fmt: skip
     finally:
+        if "rejecter" in locals():
+            rejecter.stop()
         for child in reversed(children):
             child.stop()
-        cleanup(conn, args.broker_url, [work, celery_queue], [celery_queue])
+        cleanup(conn, args.broker_url, [work, celery_queue, back, canary_work],
+                [celery_queue, back_x])  # fmt: skip
     return results
 
 
@@ -849,7 +950,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="ceiling + job pairs (1)")
     parser.add_argument("--stored", type=int, default=1_000_000,
                         help="messages stored in all, the job's N included (1000000)")  # fmt: skip
-    parser.add_argument("--batch", type=int, help="worker's job_batch.BATCH (to explore)")
+    parser.add_argument("--batch", type=int, help="worker's batches.BATCH (to explore)")
     parser.add_argument(
         "--sql", action="store_true", help="time the job's steps and SQL in the worker"
     )
@@ -873,13 +974,13 @@ def main() -> None:
 
     from django.conf import settings
 
-    from dlq.actions import job_batch
+    from dlq.jobs import batches
 
     print()
     print(f"N = {args.n:,} messages, body {args.size} B, persistent, durable queue;"
           f" {args.stored:,} stored in all; ceiling window {WINDOW};"
           f" product window {settings.DLQ_REPLAY_WINDOW},"
-          f" batch {args.batch or job_batch.BATCH}, worker -c 2"
+          f" batch {args.batch or batches.BATCH}, worker -c 2"
           f"{' (patched: --sql/--batch)' if args.sql or args.batch else ''}")  # fmt: skip
     print("product: POST /api/v1/jobs sent -> job seen done; ceiling: confirm channel ready ->"
           " last confirm; POST: sent -> 202; freeze: created_at -> audit row; pickup: audit"
@@ -887,13 +988,13 @@ def main() -> None:
           " CPU per message, ceiling / product")  # fmt: skip
     print(f"{'run':<8}{'ceiling msg/s':>14}{'product msg/s':>15}{'ratio':>7}{'POST s':>8}"
           f"{'freeze s':>10}{'pickup s':>10}{'run s':>8}{'total s':>9}"
-          f"{'CPU ratio':>11}")  # fmt: skip
+          f"{'CPU ratio':>11}{'abort s':>9}")  # fmt: skip
 
     def row(label: str, r: dict) -> None:
         print(
             f"{label:<8}{r['ceiling']:>14,.0f}{r['product']:>15,.0f}{r['ratio']:>7.2f}"
             f"{r['post']:>8.2f}{r['freeze']:>10.2f}{r['pickup']:>10.3f}{r['run']:>8.2f}"
-            f"{r['total']:>9.2f}{r['cpu_ratio']:>11.2f}"
+            f"{r['total']:>9.2f}{r['cpu_ratio']:>11.2f}{r['abort']:>9.2f}"
         )
 
     for r in results:
@@ -901,7 +1002,7 @@ def main() -> None:
     for run, r in enumerate(results, 1):
         row(str(run), r)
     columns = ("ceiling", "product", "ratio", "post", "freeze", "pickup", "run", "total",
-               "cpu_ratio")  # fmt: skip
+               "cpu_ratio", "abort")  # fmt: skip
     median = {k: statistics.median(r[k] for r in results) for k in columns}
     if len(results) > 1:
         row("median", median)

@@ -24,7 +24,8 @@
    The API is `GET /api/v1/messages` with a viewer's bearer token; the page is
    `GET /messages/` logged in as a viewer (a page that is not built yet answers 501 and is
    reported as such). `queries` rows time queries.page(queries.filter_messages(...)), the
-   call the page makes, without HTTP.
+   call the page makes, without HTTP. Then the pages opened from the list: the newest
+   message's page, its group's page and the groups page.
 
 The database is the script's own: DATABASE_URL (PostgreSQL only) or --database-url,
 default postgres://root@127.0.0.1:5432/dlq_bench_ui. --reseed empties its message table.
@@ -315,6 +316,15 @@ def callers(api, page, params: dict, filters: dict) -> list[tuple]:
     return [("api", via_api), ("page", via_page), ("queries", via_queries)]
 
 
+def other_pages(newest: dict) -> list[tuple[str, str]]:
+    """The pages an operator opens from the list: a message, its group, the groups."""
+    return [
+        ("message page", f"/messages/{newest['id']}/"),
+        ("group page", f"/groups/{newest['group']}/"),
+        ("groups page (last 24 h)", "/groups/"),
+    ]
+
+
 def measure(args) -> list[tuple]:
     from datetime import datetime, timedelta
 
@@ -343,6 +353,16 @@ def measure(args) -> list[tuple]:
             results.append((kind, name, target, timed(call, args.requests)))
     overview = timed(lambda: api.get("/api/v1/queues").status_code, args.requests)
     results.append(("api", "queues overview", LIST_MS, overview))
+    for name, path in other_pages(newest):
+        print(f"  {name}", flush=True)
+        results.append(
+            (
+                "page",
+                name,
+                LIST_MS,
+                timed(lambda path=path: page.get(path).status_code, args.requests),
+            )
+        )
     connection.close()
     return results
 

@@ -34,6 +34,13 @@ def env_str(name: str, default: str) -> str:
     return default if value is None or value == "" else value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default).strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def env_bool(name: str, default: bool) -> bool:
     value = raw(name)
     if value is None or value == "":
@@ -99,6 +106,21 @@ def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
         raise ImproperlyConfigured(
             f"{name}={_mask(value)!r} is not a URL with scheme {' or '.join(schemes)}"
         )
+    return value
+
+
+def env_link_template(name: str, default: str, placeholder: str) -> str:
+    """An http(s) URL with PLACEHOLDER in it, for links out of the console ("" is none)."""
+    value = env_str(name, default).strip()
+    if not value:
+        return ""
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest or rest[0] in "/?#":
+        raise ImproperlyConfigured(
+            f"{name}={_mask(value)!r} is not a URL with scheme http or https"
+        )
+    if placeholder not in value:
+        raise ImproperlyConfigured(f"{name}={_mask(value)!r} does not contain {placeholder}")
     return value
 
 

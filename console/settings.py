@@ -8,8 +8,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from console.env import (
     env_bool,
+    env_choice,
     env_header,
     env_int,
+    env_link_template,
     env_list,
     env_networks,
     env_patterns,
@@ -201,6 +203,18 @@ DLQ_CONSOLE_URL = env_url("DLQ_CONSOLE_URL", "http://localhost:8000", ("http", "
 DLQ_TELEGRAM_API_URL = env_url(
     "DLQ_TELEGRAM_API_URL", "https://api.telegram.org", ("http", "https")
 )
+# Alerts you can act on (dlq/alerts/slack/, dlq/alerts/telegram/): Slack's buttons are off
+# without a signing secret; Telegram's presses are polled, posted to a webhook, or off.
+DLQ_SLACK_SIGNING_SECRET = env_str("DLQ_SLACK_SIGNING_SECRET", "")
+DLQ_TELEGRAM_UPDATES = env_choice("DLQ_TELEGRAM_UPDATES", "poll", ("poll", "webhook", "off"))
+DLQ_TELEGRAM_WEBHOOK_SECRET = env_str("DLQ_TELEGRAM_WEBHOOK_SECRET", "")
+if DLQ_TELEGRAM_UPDATES == "webhook" and not DLQ_TELEGRAM_WEBHOOK_SECRET:
+    raise ImproperlyConfigured(
+        "DLQ_TELEGRAM_UPDATES=webhook needs DLQ_TELEGRAM_WEBHOOK_SECRET (checked against "
+        "Telegram's X-Telegram-Bot-Api-Secret-Token header)"
+    )
+# A link to a message's trace in the tracing UI: {trace_id} is replaced (dlq/messages/traces.py).
+DLQ_TRACE_URL = env_link_template("DLQ_TRACE_URL", "", "{trace_id}")
 
 # Drainer tuning (documented in the README; the defaults are the measured sweet spot).
 DLQ_DRAIN_BATCH = env_int("DLQ_DRAIN_BATCH", 1000, minimum=1, maximum=10_000)
@@ -212,8 +226,14 @@ DLQ_MAX_MESSAGE_BYTES = env_int("DLQ_MAX_MESSAGE_BYTES", 0, minimum=0)
 # Keep user_id on replay only if the console's broker user may impersonate (tag impersonator).
 DLQ_REPLAY_KEEP_USER_ID = env_bool("DLQ_REPLAY_KEEP_USER_ID", False)
 DLQ_REPLAY_WINDOW = env_int("DLQ_REPLAY_WINDOW", 1000, minimum=1, maximum=65_535)
+# A bulk job publishes a message the broker nacked again after pauses of 0.5 s, doubling, this
+# many times (7.5 s in all by default) before it records it `nacked` (dlq/jobs/running.py).
+DLQ_REPLAY_NACK_RETRIES = env_int("DLQ_REPLAY_NACK_RETRIES", 4, minimum=0, maximum=8)
 # A running job whose worker has not reported for this long is taken over by another.
 DLQ_JOB_STALE_SECONDS = env_int("DLQ_JOB_STALE_SECONDS", 30, minimum=1)
+# A replay job meeting this many identical broker errors in a row pauses (`waiting`) until an
+# operator resumes or cancels it (dlq/jobs/running.py); 0 never pauses.
+DLQ_JOB_PAUSE_AFTER_ERRORS = env_int("DLQ_JOB_PAUSE_AFTER_ERRORS", 5, minimum=0)
 DLQ_RESOLVE_SECONDS = env_int("DLQ_RESOLVE_SECONDS", 15, minimum=1, maximum=30)
 DLQ_DRAIN_HEARTBEAT = env_int("DLQ_DRAIN_HEARTBEAT", 30, minimum=1, maximum=600)
 
@@ -258,9 +278,17 @@ def _every(task: str, seconds: float) -> dict:
 CELERY_BEAT_SCHEDULE = {
     # Alerts: count new arrivals, send due digests.
     "evaluate-alerts": _every("dlq.tasks.evaluate_alerts", 15.0),
+    # Telegram button presses and /start messages (DLQ_TELEGRAM_UPDATES=poll): a 4-s long
+    # poll per bot; a tick with no Telegram channel reads one table and ends.
+    "telegram-poll": _every("dlq.tasks.telegram_poll", 5.0),
+    # Resolved groups forgotten (they alert again as new), Telegram alerts edited to show
+    # their groups' states.
+    "alert-lifecycle": _every("dlq.tasks.alert_lifecycle", 30.0),
     # The search index follows the drainer (dlq/messages/search.py); a search is exact
     # meanwhile, but the newer the messages it has not reached, the more a search reads.
     "index-search": _every("dlq.tasks.index_search", 5.0),
+    # Redrive policies (dlq/redrive/scheduler.py): its interval is the scheduler's TICK_SECONDS.
+    "redrive": _every("dlq.tasks.redrive_tick", 2.0),
     # Jobs whose worker died (or whose start message was lost) are resumed.
     "resume-jobs": _every("dlq.jobtasks.resume_jobs", 30.0),
     # A drainer that stopped reporting alerts once.

@@ -1,4 +1,5 @@
-"""What the pages and the API share about HTTP: the request id, and CSV downloads.
+"""What the pages and the API share about HTTP: the request id, and CSV and NDJSON
+downloads.
 
 Below every domain package (as NetBox keeps request ids in its middleware): it may import
 the models only, and needs none.
@@ -29,8 +30,20 @@ def request_id(request) -> str:
 def csv_download(chunks, name: str, request_id: str) -> StreamingHttpResponse:
     """CSV text, streamed chunk by chunk, as the download `NAME-<UTC time>.csv`: the same
     for the API and the pages."""
-    response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.csv"'
+    return download(chunks, f"{name}-{_stamp()}.csv", "text/csv; charset=utf-8", request_id)
+
+
+def ndjson_download(chunks, name: str, request_id: str) -> StreamingHttpResponse:
+    """NDJSON lines (bytes), streamed, as the download `NAME-<UTC time>.ndjson`."""
+    return download(chunks, f"{name}-{_stamp()}.ndjson", "application/x-ndjson", request_id)
+
+
+def download(chunks, filename: str, content_type: str, request_id: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response[REQUEST_ID_HEADER] = request_id
     return response
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
-from dlq.broker import amqp
+from dlq.broker.publisher import ConfirmPublisher
 from dlq.models import Message, Status
 from dlq.models.actions import Outcome, Replay
 
@@ -42,6 +42,9 @@ def check_replayed(channel, queue: str, message_ids: list[int], max_duplicates: 
     assert set(per_message) == set(message_ids), "a message never arrived (or a stranger did)"
     duplicates = len(got) - len(message_ids)
     assert 0 <= duplicates <= max_duplicates, f"{duplicates} duplicates"
+    # A copy published again is the same replay: a consumer can tell it by its replay id.
+    ids_per_message = Counter(origin for origin, _ in set(got))
+    assert set(ids_per_message.values()) == {1}, "a message arrived under two replay ids"
     arrived = {replay_id for _, replay_id in got}
     confirmed = dict(
         Replay.objects.filter(message_id__in=message_ids, outcome=Outcome.CONFIRMED).values_list(
@@ -87,4 +90,4 @@ def close_connection(broker_name: str) -> None:
 
 
 def publisher(name: str):
-    return amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, name, window=settings.DLQ_REPLAY_WINDOW)
+    return ConfirmPublisher(settings.DLQ_BROKER_URL, name, window=settings.DLQ_REPLAY_WINDOW)

@@ -15,11 +15,14 @@ pytest_plugins = [
     "tests.alertfactory",
     "tests.authgateway",
     "tests.browser",
+    "tests.cluster",
     "tests.drainfixtures",
     "tests.httprecorder",
     "tests.nodeproxy",
     "tests.oidcprovider",
     "tests.rabbits",
+    "tests.slackapi",
+    "tests.telegramapi",
     "tests.vhosts",
 ]
 

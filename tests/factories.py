@@ -43,7 +43,7 @@ def make_messages(
     queue: str = "orders.dlq",
     body: bytes = b'{"order": 1}',
     headers: dict | None = None,
-    died_in: str = "orders",
+    died_in: str | None = "orders",
     reason: str = "rejected",
     exchange: str = "orders.events",
     routing_key: str = "order.created",
@@ -58,9 +58,10 @@ def make_messages(
     `headers` are added to the broker's death headers: plain Python values or typed JSON.
     The message died in `died_in`, published to `exchange` with `routing_key`, and reached
     the parking queue through `dlx` (with `delivered_key` when the DLX rewrote the key).
+    `died_in=None`: it never died, someone published it straight into `queue`.
     """
     at = received_at or datetime.now(UTC)
-    typed = death_headers(died_in, reason, exchange, [routing_key], at)
+    typed = death_headers(died_in, reason, exchange, [routing_key], at) if died_in else {}
     for key, value in (headers or {}).items():
         typed[key] = value if isinstance(value, dict) and "type" in value else codec.typed(value)
     props = amqp.make_properties(properties, typed)

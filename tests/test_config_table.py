@@ -7,10 +7,12 @@ import re
 from tests import ROOT
 
 READERS = {"env_str", "env_int", "env_bool", "env_list", "env_url", "env_urls", "env_float",
-           "env_networks", "env_patterns", "env_role_map", "env_header", "raw"}  # fmt: skip
+           "env_link_template", "env_networks", "env_patterns", "env_role_map", "env_header",
+           "env_choice", "raw"}  # fmt: skip
 # Defaults described in words in the README, on purpose (secrets, generated values).
 DESCRIBED = {"SECRET_KEY", "DLQ_ADMIN_PASSWORD", "DLQ_METRICS_TOKEN", "DLQ_OIDC_DISCOVERY_URL",
-             "DLQ_OIDC_CLIENT_ID", "DLQ_OIDC_CLIENT_SECRET"}  # fmt: skip
+             "DLQ_OIDC_CLIENT_ID", "DLQ_OIDC_CLIENT_SECRET", "DLQ_TRACE_URL",
+             "DLQ_SLACK_SIGNING_SECRET", "DLQ_TELEGRAM_WEBHOOK_SECRET"}  # fmt: skip
 ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| (.*?) \| .* \|$")
 
 

@@ -1,4 +1,5 @@
 import json
+import time
 from io import StringIO
 
 import pytest
@@ -77,3 +78,46 @@ def test_demo_can_run_again_and_adds_another_set(prefix):
     drain_once(parking_patterns(prefix))
 
     assert Message.objects.filter(queue__startswith=f"{prefix}.").count() == 30
+
+
+def test_demo_says_what_dlq_queues_is_and_what_it_matched(prefix, settings):
+    settings.DLQ_QUEUES = parking_patterns(prefix)
+    out = StringIO()
+    call_command("dlq_demo", prefix=prefix, stdout=out)
+    text = out.getvalue()
+
+    assert "it takes every message OUT of them" in text
+    assert "Never point it at a work queue or a retry queue" in text
+    [line] = [line for line in text.splitlines() if "drains in vhost /: " in line]
+    assert line.split(": ", 1)[1].split(", ") == [
+        f"{prefix}.invoices_error",
+        f"{prefix}.notifications_error",
+        f"{prefix}.orders.dlq",
+        f"{prefix}.payments.parking",
+        f"{prefix}.shipping.dead",
+    ]  # fmt: skip  (never the work queues: {prefix}.orders, {prefix}.payments.retry, ...)
+
+
+def test_the_demo_leaves_a_sent_alert_with_buttons_once_its_messages_are_stored(prefix):
+    from dlq.management.commands.dlq_up import Command
+    from dlq.models import AlertAttempt
+    from tests.factories import client_for, make_user
+
+    up = Command(stdout=StringIO(), stderr=StringIO())
+    up.demo_alert_by, up.demo_seen = time.monotonic() + 60, 0
+    up._leave_demo_alert()  # nothing stored yet: it waits
+    assert not AlertAttempt.objects.exists() and up.demo_alert_by is not None
+    call_command("dlq_demo", prefix=prefix, stdout=StringIO())
+    drain_once(parking_patterns(prefix))
+
+    up._leave_demo_alert()  # the count grew since the last turn: it waits one more
+    assert not AlertAttempt.objects.exists()
+    up._leave_demo_alert()
+
+    assert up.demo_alert_by is None
+    [alert] = AlertAttempt.objects.all()
+    assert alert.status == "sent" and alert.channel_name == "demo"
+    assert not alert.channel.enabled  # nothing is ever sent to it
+    page = client_for(make_user("operator")).get("/alerts/sent/").content.decode()
+    assert page.count(">Acknowledge</button>") == len(alert.digest.groups) == 4
+    assert page.count('<span class="badge badge-open">open</span>') == 4

@@ -68,6 +68,9 @@ def test_the_run_command_brings_the_console_up_and_down(rabbit, tmp_path, unique
     try:
         _wait_for_output(proc, log, rf"running at http://localhost:{port}/", 120)
         password = _wait_for_output(proc, log, r"user 'admin', password '([^']+)'", 5)[1]
+        # The banner says what DLQ_QUEUES resolved to: here nothing yet.
+        _wait_for_output(proc, log, rf"DLQ_QUEUES = {unique}\.dlq \(the queues the console", 5)
+        _wait_for_output(proc, log, r"no queue matches yet", 5)
         _wait_for_output(proc, log, r"Press Ctrl-C to stop\.", 5)
         banner_at = time.monotonic()
         # Its drainer drains the broker of DLQ_BROKER_URL (the `rabbit` fixture's).

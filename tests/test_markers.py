@@ -1,7 +1,7 @@
 """The `slow` marker, kept consistent: a test module that drives a browser or crashes
-something (a drainer or worker killed, PostgreSQL stopped, a build installed into a fresh
-virtualenv) carries `pytestmark` with `pytest.mark.slow`, and no other module does.
-`make test` still runs them all; `-m "not slow"` is a quick pass."""
+something (a drainer or worker killed, PostgreSQL stopped, a cluster node killed or hung, a
+build installed into a fresh virtualenv) carries `pytestmark` with `pytest.mark.slow`, and no
+other module does. `make test` still runs them all; `-m "not slow"` is a quick pass."""
 
 import ast
 
@@ -9,7 +9,7 @@ from tests import ROOT
 
 # Fixtures (tests/browser.py, tests/drainfixtures.py) whose use makes a module heavy.
 BROWSER_FIXTURES = {"browser", "page"}
-CRASH_FIXTURES = {"spawn", "scratch_pg"}
+CRASH_FIXTURES = {"spawn", "scratch_pg", "cluster"}
 # Imports that do: Playwright itself, the browser helpers, the killable Celery worker.
 HEAVY_IMPORTS = {"playwright", "tests.browser", "tests.celeryworker"}
 KILLS = {"kill", "killpg"}  # a process killed: os.kill, os.killpg, proc.kill()

@@ -9,7 +9,11 @@ from console.celery import app
 PINNED = {
     "dlq.tasks.evaluate_alerts",
     "dlq.tasks.send_alert",
+    "dlq.tasks.telegram_poll",
+    "dlq.tasks.alert_lifecycle",
+    "dlq.tasks.slack_respond",
     "dlq.tasks.index_search",
+    "dlq.tasks.redrive_tick",
     "dlq.jobtasks.run_job",
     "dlq.jobtasks.resume_jobs",
     "dlq.health_tasks.check_drainers",

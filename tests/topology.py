@@ -94,3 +94,10 @@ def x_death(m: Message) -> list[tuple[str, str, int]]:
         (e["value"]["queue"]["value"], e["value"]["reason"]["value"], e["value"]["count"]["value"])
         for e in m.headers["x-death"]["value"]
     ]
+
+
+def listed(name: str, vhost: str = "/") -> list[dict]:
+    """The management API's view of queue `name` ([] until it lists it)."""
+    from dlq.broker import mgmt
+
+    return [q for q in mgmt.queues_with_policies(vhost) if q["name"] == name]

@@ -1,6 +1,6 @@
 """Shared helpers of the ops page tests (groups, bulk review, jobs, audit)."""
 
-from dlq.actions import jobs
+from dlq.jobs import control
 from dlq.models.actions import Job
 
 
@@ -13,5 +13,10 @@ def review_url(action: str, **params) -> str:
     return f"/bulk/review/?{query}"
 
 
+# The bulk review's second confirmation, for a selection whose sampled routes fail (a test
+# without the topology on the broker).
+REPLAY_FAILING = {"replay_failing": "on"}
+
+
 def a_job(message_ids: list[int], action: str = "discard", **kwargs) -> Job:
-    return jobs.create_job("tests", action, ids=message_ids, reason="test job", **kwargs)
+    return control.create_job("tests", action, ids=message_ids, reason="test job", **kwargs)

@@ -20,3 +20,8 @@ class Conflict(ActionError):
 
 class NotFound(ActionError):
     status = 404
+
+
+class DrainedRoute(ActionError):
+    """A replay's route reaches a queue the console drains itself (HTTP 400 on `target`);
+    the pages offer the override for it (dlq/actions/routes.py)."""

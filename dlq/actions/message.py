@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import transaction
 
 from dlq import audit
-from dlq.actions import changes, replay
+from dlq.actions import changes, replay, routes
 from dlq.actions.errors import ActionError, Conflict, NotFound
-from dlq.broker import amqp
+from dlq.broker import amqp, codec
+from dlq.broker.publisher import ConfirmPublisher
 from dlq.messages import search
 from dlq.messages.ingest import search_text
 from dlq.models import Message, Status
@@ -122,8 +123,9 @@ def claim_for_replay(message_id: int, target, actor, publisher=None) -> tuple[Re
 
 
 def settle_replay(attempt: Replay, outcome: str, detail: str, actor, reason: str,
-                  request_id: str = "", job_id=None) -> None:  # fmt: skip
-    """Record the broker's answer: `replayed` only on a confirm with no return."""
+                  request_id: str = "", job_id=None, drained: list[str] = ()) -> None:  # fmt: skip
+    """Record the broker's answer: `replayed` only on a confirm with no return. `drained`:
+    the queues the console drains that the operator chose to replay into (audited)."""
     with transaction.atomic():
         message = _locked(attempt.message_id)
         confirmed = outcome == Outcome.CONFIRMED
@@ -134,8 +136,11 @@ def settle_replay(attempt: Replay, outcome: str, detail: str, actor, reason: str
         attempt.settled_at = datetime.now(UTC)
         attempt.save(update_fields=["outcome", "detail", "settled_at"])
         if job_id is None:
+            detail = _replay_detail(attempt)
+            if drained:
+                detail["allow_drained"] = list(drained)
             audit.record(actor, AuditAction.REPLAY, reason, [message.pk], request_id=request_id,
-                         detail=_replay_detail(attempt))  # fmt: skip
+                         detail=detail)  # fmt: skip
 
 
 def _replay_detail(attempt: Replay) -> dict:
@@ -149,17 +154,21 @@ def _replay_detail(attempt: Replay) -> dict:
     }
 
 
-def replay_one(message_id: int, target, actor, reason: str, request_id: str = "") -> ReplayResult:
-    """Replay one message with a publisher confirm and report the broker's answer."""
+def replay_one(message_id: int, target, actor, reason: str, request_id: str = "",
+               allow_drained: bool = False) -> ReplayResult:  # fmt: skip
+    """Replay one message with a publisher confirm and report the broker's answer. A route
+    into a queue the console drains is refused unless `allow_drained` (routes.py)."""
     reason = _require_reason(reason)
-    vhost = Message.objects.filter(pk=message_id).values_list("vhost", flat=True).first()
-    if vhost is None:
+    message = Message.objects.defer("body", "search_text").filter(pk=message_id).first()
+    if message is None:
         raise NotFound(f"message {message_id} does not exist")
+    vhost = message.vhost
+    drained = drained_on_route(message, target, allow_drained)
     publisher = None
     try:
         # In the vhost the message was drained from, never the URL's (contract: a message
         # is never published into another vhost). claim_for_replay checks it again.
-        publisher = amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-replay", vhost=vhost)
+        publisher = ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-replay", vhost=vhost)
     except (ConnectionError, *amqp.AllErrors) as e:
         connect_error = str(e)
     else:
@@ -174,11 +183,25 @@ def replay_one(message_id: int, target, actor, reason: str, request_id: str = ""
             except amqp.AllErrors as e:
                 # Whatever pika raises, the message must not stay `replaying`.
                 outcome, detail = Outcome.ERROR, f"publishing failed: {e!r}"
-        settle_replay(attempt, outcome, detail, actor, reason, request_id)
+        settle_replay(attempt, outcome, detail, actor, reason, request_id, drained=drained)
     finally:
         if publisher is not None:
             publisher.close()
     return ReplayResult(outcome, detail, attempt.replay_id, message_id)
+
+
+def drained_on_route(message: Message, target, allow: bool) -> list[str]:
+    """The drained queues the replay would reach (refused unless `allow`); a target that
+    does not resolve, and a message that is not parked, are refused by the claim."""
+    if message.status != Status.PARKED:
+        return []
+    try:
+        route = replay.resolve(message, target)
+    except replay.ReplayError:
+        return []
+    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    found = routes.preview(message.vhost, route, headers)
+    return routes.refuse_drained({(message.vhost, q) for q in found["drained"]}, allow)
 
 
 STALE_REPLAY_SECONDS = 300  # far beyond a single replay's connect and confirm timeouts
@@ -187,7 +210,7 @@ STALE_REPLAY_SECONDS = 300  # far beyond a single replay's connect and confirm t
 def release_stale_replays(older_than: float = STALE_REPLAY_SECONDS) -> int:
     """Single replays whose process died between publish and settle left their message
     `replaying`; put them back to `parked` with an `error` outcome (the broker may or may
-    not have routed them). Bulk jobs resume their own (dlq/actions/job_run.py). Returns the
+    not have routed them). Bulk jobs resume their own (dlq/jobs/running.py). Returns the
     count."""
     cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
     stale = Replay.objects.filter(job__isnull=True, outcome="", started_at__lt=cutoff)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from dlq.broker import amqp, codec, names
+from dlq.broker.publisher import REPLAY_ID_HEADER, Outgoing
 from dlq.messages import symfony
 from dlq.models.actions import ReplayOverride
 
@@ -124,7 +125,7 @@ def replay_headers(message, replay_id: str, user_id=None) -> dict:
         headers["original-user-id"] = (
             {"type": "longstr", **user_id} if isinstance(user_id, dict) else codec.typed(user_id)
         )
-    headers[amqp.REPLAY_ID_HEADER] = codec.typed(replay_id)
+    headers[REPLAY_ID_HEADER] = codec.typed(replay_id)
     headers["dlq-replay-count"] = codec.typed(message.replay_count + 1)
     headers["dlq-origin-id"] = {"type": "int64", "value": message.pk}
     return headers
@@ -155,7 +156,7 @@ def validate(properties, body: bytes, frame_max: int, max_body: int) -> None:
 
 
 def build(message, route: Route, replay_id: str, frame_max: int = 131072,
-          max_body: int = 128 * 2**20) -> amqp.Outgoing:  # fmt: skip
+          max_body: int = 128 * 2**20) -> Outgoing:  # fmt: skip
     """The message to publish for one replay (validated)."""
     properties = dict(message.properties)
     properties.pop("expiration", None)
@@ -167,4 +168,4 @@ def build(message, route: Route, replay_id: str, frame_max: int = 131072,
         raise ReplayError(str(e)) from None
     body = bytes(message.body)
     validate(props, body, frame_max, max_body)
-    return amqp.Outgoing(replay_id, route.exchange, route.routing_key, body, props)
+    return Outgoing(replay_id, route.exchange, route.routing_key, body, props)

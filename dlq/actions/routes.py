@@ -1,7 +1,11 @@
-"""Route preview: which queues a replay would reach now, from the broker's bindings."""
+"""Route preview: which queues a replay would reach now, from the broker's bindings, and
+which of those the console drains itself (a replay there would come straight back)."""
 
+from django.conf import settings
+
+from dlq.actions.errors import DrainedRoute
 from dlq.actions.replay import Route
-from dlq.broker import mgmt
+from dlq.broker import amqp, mgmt, names
 
 MAX_HOPS = 5  # exchange-to-exchange bindings followed at most this deep
 
@@ -61,32 +65,76 @@ def _walk(vhost, exchange, key, headers, hops, queues: set, seen: set) -> bool:
     return True
 
 
+def reach(vhost: str, route: Route, plain_headers: dict) -> set[str] | None:
+    """The queues a replay on `route` reaches now, None when its exchange does not exist
+    (raises mgmt.ManagementError when the broker cannot tell)."""
+    if route.exchange == "":
+        found = mgmt.get_queue(vhost, route.routing_key) is not None
+        return {route.routing_key} if found else set()
+    queues: set[str] = set()
+    if not _walk(vhost, route.exchange, route.routing_key, plain_headers, 0, queues, set()):
+        return None
+    return queues
+
+
 def preview(vhost: str, route: Route, plain_headers: dict) -> dict:
-    """Where a replay on `route` goes now; `queues` is None when the broker cannot tell."""
-    result = {"target": route.target, "exchange": route.exchange,
-              "routing_key": route.routing_key, "queues": None, "warning": None}  # fmt: skip
+    """Where a replay on `route` goes now; `queues` is None when the broker cannot tell.
+    `drained`: the queues of those the console drains (DLQ_QUEUES)."""
+    result = _bound(vhost, route, plain_headers)
+    reached = set(result["queues"] or ())
+    if result["queues"] is None and route.exchange == "":
+        reached.add(route.routing_key)  # the default exchange's queue, known without asking
+    result["drained"] = drained(vhost, reached)
+    return result
+
+
+def drained(vhost: str, queues) -> list[str]:
+    """Those of `queues` (in `vhost`) that DLQ_QUEUES matches: the console drains them."""
+    patterns = names.parse_all(settings.DLQ_QUEUES, amqp.vhost_of(settings.DLQ_BROKER_URL))
+    return sorted(q for q in queues if names.matches(patterns, vhost, q))
+
+
+def refuse_drained(reached: set[tuple[str, str]], allow: bool) -> list[str]:
+    """Refuse (400 on `target`) a replay whose route reaches queues the console drains,
+    (vhost, queue) pairs from preview()'s `drained`, unless `allow`: the console would take
+    the message straight back out and store it again with no death, a loop nobody sees.
+    Returns those queues as a reader names them."""
+    named = [names.qualified(vhost, queue) for vhost, queue in sorted(reached)]
+    if named and not allow:
+        which = ", ".join(repr(q) for q in named[:5]) + (", ..." if len(named) > 5 else "")
+        raise DrainedRoute({"target": [
+            f"the route reaches {which}, which the console itself drains (DLQ_QUEUES): the"
+            " replay would be taken straight back out and stored again as an arrival with no"
+            " death, a loop. Choose another target, fix DLQ_QUEUES, or allow the replay into"
+            " a drained queue (allow_drained) to replay there anyway"
+        ]})  # fmt: skip
+    return named
+
+
+def _bound(vhost: str, route: Route, plain_headers: dict) -> dict:
+    """The preview; `fails` when the replay would not reach a queue (no exchange, an internal
+    one, nothing bound), the warning saying why."""
+    result = {"target": route.target, "exchange": route.exchange, "routing_key": route.routing_key,
+              "queues": None, "warning": None, "fails": False}  # fmt: skip
     try:
-        if route.exchange == "":
-            found = mgmt.get_queue(vhost, route.routing_key) is not None
-            queues = {route.routing_key} if found else set()
-        else:
-            queues = set()
-            if not _walk(vhost, route.exchange, route.routing_key, plain_headers, 0, queues, set()):
-                result["warning"] = f"exchange {route.exchange!r} does not exist: replay would fail"
-                result["queues"] = []
-                return result
-            if (mgmt.get_exchange(vhost, route.exchange) or {}).get("internal"):
-                result["warning"] = (
-                    f"exchange {route.exchange!r} is internal: clients cannot publish to it"
-                )
-                result["queues"] = sorted(queues)
-                return result
+        queues = reach(vhost, route, plain_headers)
+        if queues is None:
+            result["warning"] = f"exchange {route.exchange!r} does not exist: replay would fail"
+            result["queues"], result["fails"] = [], True
+            return result
+        if route.exchange and (mgmt.get_exchange(vhost, route.exchange) or {}).get("internal"):
+            result["warning"] = (
+                f"exchange {route.exchange!r} is internal: clients cannot publish to it"
+            )
+            result["queues"], result["fails"] = sorted(queues), True
+            return result
     except mgmt.ManagementError as e:
         result["warning"] = f"route unknown: {e}"
         return result
     result["queues"] = sorted(queues)
     if not queues:
         result["warning"] = "no queue is bound for this route: the replay would be unroutable"
+        result["fails"] = True
     elif len(queues) > 1:
         result["warning"] = (
             f"{len(queues)} queues would each get a copy; consumers that already handled "

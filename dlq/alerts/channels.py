@@ -16,7 +16,15 @@ from django.utils import timezone
 from dlq import audit
 from dlq.accounts.roles import ADMIN, require_role
 from dlq.alerts import delivery, destinations
-from dlq.models import AlertAttempt, AlertChannel, AuditAction, ChannelKind, TokenBucket
+from dlq.models import (
+    AlertAttempt,
+    AlertChannel,
+    AlertRule,
+    AttemptStatus,
+    AuditAction,
+    ChannelKind,
+    TokenBucket,
+)
 
 _TOKEN = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{1,200}")
 _CHAT = re.compile(r"-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{3,63}")
@@ -156,3 +164,43 @@ def attempts(channel: AlertChannel | None = None, since: datetime | None = None,
     if since is not None:
         rows = rows.filter(created_at__gte=since)
     return rows[:limit]
+
+
+FINISHED = [AttemptStatus.SENT, AttemptStatus.FAILED, AttemptStatus.REJECTED,
+            AttemptStatus.RATE_LIMITED, AttemptStatus.SKIPPED]  # fmt: skip
+FAILING = {AttemptStatus.FAILED, AttemptStatus.REJECTED}
+
+
+def last_attempts(channels) -> dict[int, AlertAttempt]:
+    """Each channel's latest finished delivery attempt, by channel id: what the channel
+    list shows beside "enabled". One indexed query per channel (there are a few)."""
+    last = {}
+    for channel in channels:
+        found = (AlertAttempt.objects.filter(channel=channel, status__in=FINISHED)
+                 .order_by("-id").first())  # fmt: skip
+        if found is not None:
+            last[channel.pk] = found
+    return last
+
+
+def is_failing(channel: AlertChannel, attempt: AlertAttempt | None) -> bool:
+    """Its last delivery failed and it still matters: the channel is on, or the failure
+    switched it off (an admin's own switch-off is not a failure)."""
+    if attempt is None or attempt.status not in FAILING:
+        return False
+    return channel.enabled or attempt.status == AttemptStatus.REJECTED
+
+
+def paging() -> dict:
+    """Does anyone get paged? For the overview: the channels there are, how many are on,
+    whether a rule is on, and each channel whose last delivery failed."""
+    channels = list(AlertChannel.objects.order_by("name"))
+    last = last_attempts(channels)
+    failing = [{"channel": c, "attempt": last[c.pk]} for c in channels
+               if is_failing(c, last.get(c.pk))]  # fmt: skip
+    return {
+        "channels": len(channels),
+        "enabled": sum(c.enabled for c in channels),
+        "rules": AlertRule.objects.filter(enabled=True).exists(),
+        "failing": failing,
+    }

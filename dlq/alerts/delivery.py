@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
-from dlq.alerts import destinations, texts
+from dlq.alerts import chat, destinations, texts
 from dlq.alerts.transports import HttpNotifier, TransportError, notifier_for, retry_delay
 from dlq.models import AlertAttempt, AlertChannel, AttemptStatus, TokenBucket
 
@@ -108,18 +108,22 @@ def _send(attempt: AlertAttempt, now: datetime) -> AlertAttempt | None:
     if channel is None or not channel.enabled:
         _finish(attempt, AttemptStatus.SKIPPED, "the channel was disabled or deleted")
         return None
-    if attempt.kind not in ("test", "drainer") and attempt.digest is None:
+    if attempt.kind not in ("test", "drainer", "policy") and attempt.digest is None:
         _finish(attempt, AttemptStatus.SKIPPED, "the digest was deleted")
         return None
     if not authorize_channel(channel, now):
         _finish(attempt, AttemptStatus.RATE_LIMITED, "too many alerts for this channel")
         return None
     alert = _compose(attempt)
+    if attempt.digest is not None and chat.actionable(channel.kind):
+        chat.add_buttons(attempt, alert)
     sender = notifier(channel)
     try:
         status = sender.send(alert)
     except TransportError as e:
         return _failed(attempt, e, now)
+    if alert.groups and any(item.ref for item in alert.groups):
+        chat.remember(attempt, alert, getattr(sender, "answer", None))
     _finish(attempt, AttemptStatus.SENT, http_status=status)
     return None
 
@@ -129,6 +133,8 @@ def _compose(attempt: AlertAttempt):
         return texts.check_alert()
     if attempt.kind == "drainer":
         return texts.drainer_alert(attempt.summary)
+    if attempt.kind == "policy":
+        return texts.policy_alert(attempt.summary)
     return texts.compose(attempt.digest)
 
 

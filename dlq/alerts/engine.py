@@ -14,6 +14,7 @@ failing channel never touches draining. One pass (`evaluate`):
 4. A digest is due when the rule's threshold is met (N arrivals within M minutes) and the
    last alert of the rule is at least `digest_minutes` old, or at once when it holds a
    failure group never seen before; never during quiet hours (it waits, then goes out).
+   A group on hold is left out until the hold ends, then named (dlq/alerts/holds.py).
    A due digest is closed and one attempt per channel is queued; dlq/alerts/delivery.py sends.
 """
 
@@ -26,8 +27,10 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
+from dlq.alerts import holds
 from dlq.alerts.patterns import default_vhost, patterns_of, queue_key
 from dlq.broker import names
+from dlq.groups import triage
 from dlq.models import (
     AlertAttempt,
     AlertChannel,
@@ -38,6 +41,7 @@ from dlq.models import (
     Message,
     Mute,
 )
+from dlq.models.redrive import PolicyState, RedrivePolicy
 
 log = logging.getLogger("dlq.alerts")
 
@@ -125,9 +129,8 @@ def _among(keys: list[tuple[str, str]]) -> Q:
     return condition
 
 
-def _arrivals(rule: AlertRule, end: int, mutes: list[Mute]):
-    """The rule's unmuted arrivals after its cursor, up to `end`; None if there are none."""
-    span = Message.objects.filter(id__gt=rule.cursor, id__lte=end)
+def _arrivals(rule: AlertRule, span, mutes: list[Mute]):
+    """The rule's unmuted arrivals among `span`; None if there are none."""
     seen = set(span.values_list("vhost", "queue").distinct().order_by())
     default = default_vhost()
     wanted = patterns_of(rule.patterns, default)
@@ -138,6 +141,8 @@ def _arrivals(rule: AlertRule, end: int, mutes: list[Mute]):
     if not keys:
         return None
     rows = span.filter(_among(keys))
+    for policy in RedrivePolicy.objects.filter(state=PolicyState.ACTIVE, enabled=True):
+        rows = rows.exclude(policy.will_redrive())  # alerted once it is exhausted
     for mute in (m for m in mutes if m.group):
         if not mute.queue:
             rows = rows.exclude(group=mute.group)
@@ -245,6 +250,22 @@ def _due(rule: AlertRule, digest: AlertDigest, now: datetime) -> str | None:
     return None
 
 
+def _release(rule: AlertRule, digest, end: int, mutes: list, held: list, now: datetime):
+    """Fold what arrived during the holds that ended into the digest, which then goes out."""
+    released = [hold for hold in held if hold.held_to <= now]
+    span = holds.released_span(released, end)
+    rows = _arrivals(rule, span, mutes) if span is not None else None
+    if rows is None:
+        return digest
+    fresh = digest or AlertDigest(rule=rule, opened_at=now, first_id=0, last_id=0)
+    counted = dict(rows.values_list("group").annotate(n=Count("id")).order_by())
+    if not counted or not _fold(fresh, rows, rule, now):
+        return digest
+    holds.mark(fresh, released, counted)
+    fresh.triggered_at = fresh.triggered_at or now
+    return fresh
+
+
 def _stale(rule: AlertRule, digest: AlertDigest) -> bool:
     """Arrivals that stayed below the threshold for a whole window never alert."""
     waiting_groups = rule.alert_new_groups and digest.new_groups
@@ -286,13 +307,15 @@ def _drop(digest: AlertDigest) -> None:
         digest.delete()
 
 
-def _evaluate_rule(rule: AlertRule, end: int, mutes: list[Mute], now: datetime) -> list:
+def _evaluate_rule(rule: AlertRule, end: int, mutes: list[Mute], held: list, now: datetime):
     digest = AlertDigest.objects.filter(rule=rule, sent_at__isnull=True).first()
-    rows = _arrivals(rule, end, mutes) if end > rule.cursor else None
+    span = Message.objects.filter(id__gt=rule.cursor, id__lte=end)
+    rows = _arrivals(rule, span, mutes) if end > rule.cursor else None
     if rows is not None:
         fresh = digest or AlertDigest(rule=rule, opened_at=now, first_id=0, last_id=0)
-        if _fold(fresh, rows, rule, now):
+        if _fold(fresh, holds.without_held(rows, held), rule, now):
             digest = fresh
+    digest = _release(rule, digest, end, mutes, held, now)
     rule.cursor = max(rule.cursor, end)
     attempts = []
     if digest is not None:
@@ -324,21 +347,23 @@ def evaluate(now: datetime | None = None) -> list[int]:
         horizon.save()
         _record_groups(start, horizon.safe_id, now)
         mutes = list(Mute.objects.filter(until__gt=now))
+        held = triage.holds()
         AlertRule.objects.filter(enabled=False).update(cursor=horizon.safe_id)
         AlertDigest.objects.filter(rule__enabled=False, sent_at__isnull=True).delete()
         for rule in AlertRule.objects.filter(enabled=True).order_by("id"):
-            queued += _evaluate_rule_safely(rule, horizon.safe_id, mutes, now)
+            queued += _evaluate_rule_safely(rule, horizon.safe_id, mutes, held, now)
+        triage.forget([hold for hold in held if hold.held_to <= now])
     if queued:
         log.info("alerts queued", extra={"attempts": len(queued), "horizon": horizon.safe_id})
     return [a.id for a in queued]
 
 
-def _evaluate_rule_safely(rule, end, mutes, now) -> list:
+def _evaluate_rule_safely(rule, end, mutes, held, now) -> list:
     # One broken rule must not hold the others back; its cursor stays, so once the cause
     # is fixed it catches up with exact counts.
     try:
         with transaction.atomic():
-            return _evaluate_rule(rule, end, mutes, now)
+            return _evaluate_rule(rule, end, mutes, held, now)
     except Exception:
         log.exception("alert rule failed", extra={"rule": rule.name})
         return []

@@ -19,6 +19,10 @@ class Item:
     where: list[tuple[str, str]] = field(default_factory=list)  # ("in", queue name), ...
     new: bool = False
     data: dict = field(default_factory=dict)
+    ref: str = ""  # a group's button reference (dlq/alerts/presses.py); "" for no buttons
+    state: str = ""  # a group's alert state (dlq/alerts/lifecycle.py), once it has buttons
+    page: str = ""  # the group's page, where its Open button goes
+    owner: str = ""  # untrusted: who acknowledged the group (a console user name), if anyone
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """What an alert says: a digest (or a test) as a formats.Alert, with links into the
 console's filtered message list (DLQ_CONSOLE_URL; the same filter names as the API)."""
 
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -50,6 +51,9 @@ def _group_item(group: str, info: dict, new: bool) -> Item:
     where = [("in", _named(vhost, info["queue"]))]
     if info["failed_queue"]:  # it died in a queue of the same vhost
         where.append(("died in", _named(vhost, info["failed_queue"])))
+    if info.get("held_until"):  # a hold ended: these arrived while it lasted
+        until = datetime.fromisoformat(info["held_until"])
+        where.append((f"{info['held']} arrived on hold until", f"{until:%Y-%m-%d %H:%M} UTC"))
     url = console_url("messages", queue=info["queue"], vhost=vhost, group=group)
     data = {"group": group, "count": info["count"], "new": new, **info, "url": url}
     data.setdefault("vhost", vhost)
@@ -106,6 +110,16 @@ def check_alert() -> Alert:
         summary="This channel works: alerts about dead-lettered messages will arrive here.",
         url=console_url(""),
         facts={"kind": "test"},
+    )
+
+
+def policy_alert(summary: str) -> Alert:
+    """A redrive policy tripped (dlq/redrive/tripping.py); `summary` names it and the count."""
+    return Alert(
+        title="A redrive policy tripped",
+        summary=f"{summary}. It replays nothing until an admin enables it again.",
+        url=console_url("/api/v1/policies"),
+        facts={"kind": "policy"},
     )
 
 

@@ -21,7 +21,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from urllib.error import HTTPError, URLError
 
-from dlq.alerts.formats import Alert, Format, SlackFormat, TelegramFormat, cap, fit, paragraphs
+from dlq.alerts.formats import Alert, Format
+from dlq.alerts.slack import blocks
+from dlq.alerts.telegram import render
 
 TIMEOUT_S = 10
 MAX_TRIES = 3
@@ -146,6 +148,8 @@ class HttpNotifier:
     kind = "http"
     good = frozenset({200})
     pin = None  # (host, port) -> the checked address to connect to; None: not checked
+    timeout = TIMEOUT_S  # seconds; a long poll waits longer (dlq/alerts/telegram/api.py)
+    max_body = MAX_BODY  # bytes of an answer read
 
     def send(self, alert: Alert) -> int:
         """Send one alert with one request; the HTTP status, or TransportError."""
@@ -159,11 +163,11 @@ class HttpNotifier:
             headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
         )
         try:
-            with _opener_for(self.pin).open(request, timeout=TIMEOUT_S) as answer:
-                response = Response(answer.status, dict(answer.headers), answer.read(MAX_BODY))
+            with _opener_for(self.pin).open(request, timeout=self.timeout) as answer:
+                response = Response(answer.status, dict(answer.headers), answer.read(self.max_body))
         except HTTPError as e:
             with e:
-                response = Response(e.code, dict(e.headers or {}), e.read(MAX_BODY))
+                response = Response(e.code, dict(e.headers or {}), e.read(self.max_body))
         except (URLError, OSError, http.client.HTTPException, ValueError) as e:
             reason = getattr(e, "reason", None) or e
             if isinstance(reason, Refused):  # never sent: the destination is internal
@@ -202,12 +206,7 @@ class SlackNotifier(HttpNotifier):
         self.url = url
 
     def payload(self, alert: Alert) -> dict:
-        fmt = SlackFormat()
-        blocks = [
-            {"type": "section", "text": {"type": "mrkdwn", "text": fit(part, self.limit)}}
-            for part in paragraphs(fmt.lines(alert))
-        ]
-        return {"text": fmt.text(cap(alert.title, 300)), "blocks": blocks[:50]}
+        return blocks.payload(alert)  # with each group's buttons when it has a reference
 
     def send(self, alert: Alert) -> int:
         return self.post_json(self.url, self.payload(alert)).status
@@ -219,10 +218,10 @@ class SlackNotifier(HttpNotifier):
 
 
 class TelegramNotifier(HttpNotifier):
-    """Bot API sendMessage, parse_mode HTML, at a configurable API base."""
+    """Bot API sendMessage, parse_mode HTML, at a configurable API base; a digest's groups
+    numbered, with their buttons (dlq/alerts/telegram/render.py)."""
 
     kind = "telegram"
-    limit = 4096
     permanent_words = ("chat not found", "bot was blocked", "bot was kicked", "upgraded to a")
 
     def __init__(self, api_url: str, token: str, chat_id: str):
@@ -230,15 +229,12 @@ class TelegramNotifier(HttpNotifier):
         self.chat_id = chat_id
 
     def payload(self, alert: Alert) -> dict:
-        return {
-            "chat_id": self.chat_id,
-            "text": fit(TelegramFormat().lines(alert), self.limit),
-            "parse_mode": "HTML",
-            "link_preview_options": {"is_disabled": True},
-        }
+        return {"chat_id": self.chat_id, **render.message(alert)}
 
     def send(self, alert: Alert) -> int:
-        return self.post_json(self.url, self.payload(alert)).status
+        response = self.post_json(self.url, self.payload(alert))
+        self.answer = response.json()  # the message sent: its id, to edit it later
+        return response.status
 
     def failure(self, response: Response) -> TransportError:
         body = response.json()

@@ -6,9 +6,10 @@ broker).
 """
 
 from django.http import Http404
-from ninja import Query, Router
+from ninja import Field, Query, Router, Schema
 
-from dlq.accounts.roles import OPERATOR
+from dlq import audit, http
+from dlq.accounts.roles import ADMIN, OPERATOR
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.actions.errors import ActionError
@@ -17,6 +18,8 @@ from dlq.broker import codec
 from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models import Message
+from dlq.models.actions import AuditAction
+from dlq.schemas import transfer
 from dlq.schemas.actions import (
     EditIn,
     ReasonIn,
@@ -27,7 +30,7 @@ from dlq.schemas.actions import (
     target_value,
 )
 from dlq.schemas.errors import ErrorOut
-from dlq.schemas.filters import MessageListQuery
+from dlq.schemas.filters import MessageFilter, MessageListQuery
 from dlq.schemas.messages import MessageDetail, MessagePage
 
 router = Router()
@@ -49,6 +52,71 @@ def list_messages(request, params: Query[MessageListQuery]):
         queries.filter_messages(params.given()), params.cursor, params.limit
     )
     return {"results": rows, "next_cursor": next_cursor}
+
+
+NDJSON_DOC = {
+    "responses": {
+        200: {
+            "description": "one message a line: the detail's fields without history and versions",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        }
+    }
+}
+IMPORT_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
+}
+
+
+class ImportedOut(Schema):
+    source_id: int | None = Field(description="its id where it was exported (null if none)")
+    id: int = Field(description="the new message's id here")
+
+
+class ImportOut(Schema):
+    imported: int
+    audit_id: int = Field(description="the `import` audit row")
+    messages: list[ImportedOut] = Field(description="in the order of the lines")
+
+
+@router.get("/export", response=ERRORS, openapi_extra=NDJSON_DOC)
+def export_messages(request, params: Query[MessageFilter]):
+    """Every message the list's filters select (newest first) as a download of
+    `application/x-ndjson`: one message a line, its detail without `history` and
+    `versions` (typed headers and properties as the detail gives them). Streamed a chunk
+    at a time; audited as `export` with the filter and the count once the stream ends."""
+    rid = request_id(request)
+    lines = _audited_export(params.given(), request.auth, rid)
+    return http.ndjson_download(lines, "dlq-messages", rid)
+
+
+def _audited_export(filters: dict, actor, rid: str):
+    count, complete = 0, False
+    try:
+        for n, lines in transfer.export_chunks(filters):
+            count += n
+            yield lines
+        complete = True
+    finally:  # also when the client goes away: what was sent, and that it stopped short
+        detail = {"filter": transfer.filter_detail(filters), "count": count,
+                  "complete": complete}  # fmt: skip
+        audit.record(actor, AuditAction.EXPORT, detail=detail, request_id=rid)
+
+
+@router.post("/import", response={200: ImportOut, **ERRORS}, auth=needs(ADMIN),
+             openapi_extra=IMPORT_DOC)  # fmt: skip
+def import_messages(request, params: Query[transfer.Target]):
+    """Store exported NDJSON lines (the request body) as new parked messages (admin): their
+    body, properties, headers and x-death as exported, in the line's `vhost` and `queue`
+    unless `vhost` or `queue` is given here. All or nothing: a bad line is a 400 naming it
+    (`line 3.body_base64`), and nothing is stored. Audited as `import`, with the ids they
+    had where they were exported."""
+    result = transfer.import_from(request, request.auth, "api", params, request_id(request))
+    pairs = zip(result.source_ids, result.ids, strict=True)
+    return {"imported": len(result.ids), "audit_id": result.audit_id,
+            "messages": [{"source_id": s, "id": i} for s, i in pairs]}  # fmt: skip
 
 
 @router.get("/{id}", response=READ_ONE)
@@ -73,10 +141,16 @@ def replay_message(request, id: int, payload: ReplayIn):
     """Republish a parked message (operator) with a publisher confirm. The message is sent with
     its typed headers minus the broker's x-death headers, plus dlq-replay-id, dlq-replay-count,
     dlq-origin-id. The broker's answer is a 200 whatever it is: `confirmed` (now replayed),
-    `unroutable`, `nacked` or `error` (still parked). A target that cannot be resolved is 400.
+    `unroutable`, `nacked` or `error` (still parked). A target that cannot be resolved is 400,
+    and so is a route into a queue the console drains, unless `allow_drained`.
     """
     result = message_actions.replay_one(
-        id, target_value(payload.target), request.auth, payload.reason, request_id(request)
+        id,
+        target_value(payload.target),
+        request.auth,
+        payload.reason,
+        request_id(request),
+        allow_drained=payload.allow_drained,
     )
     return {"outcome": result.outcome, "detail": result.detail,
             "replay_id": result.replay_id, "message": result.message_id}  # fmt: skip

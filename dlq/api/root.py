@@ -10,12 +10,15 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dlq.accounts.roles import VIEWER
 from dlq.actions.errors import ActionError
+from dlq.api.alerts import router as alerts_router
 from dlq.api.audit import router as audit_router
 from dlq.api.auth import docs_access
 from dlq.api.base import needs
+from dlq.api.groups import router as groups_router
 from dlq.api.jobs import router as jobs_router
 from dlq.api.messages import router as messages_router
 from dlq.api.overrides import router as overrides_router
+from dlq.api.policies import router as policies_router
 from dlq.api.queues import router as queues_router
 from dlq.api.tokens import router as tokens_router
 from dlq.http import REQUEST_ID_HEADER, request_id
@@ -106,7 +109,10 @@ def not_found(request, exc):
 
 api.add_router("/queues", queues_router, tags=["queues"])
 api.add_router("/messages", messages_router, tags=["messages"])
+api.add_router("/groups", groups_router, tags=["groups"])
 api.add_router("/jobs", jobs_router, tags=["jobs"])
 api.add_router("/audit", audit_router, tags=["audit"])
+api.add_router("/alerts", alerts_router, tags=["alerts"])
 api.add_router("/tokens", tokens_router, tags=["tokens"])
 api.add_router("/replay-targets", overrides_router, tags=["replay overrides"])
+api.add_router("/policies", policies_router, tags=["redrive policies"])

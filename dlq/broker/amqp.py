@@ -1,10 +1,13 @@
-"""The only module that imports pika: connections, node failover, consuming, acking and
-publishing with confirms. AMQP values are read and written by dlq/broker/codec.py, which
-pika uses for every content header through `TypedProperties`.
+"""Connections, node failover, consuming and acking; with dlq/broker/publisher.py (publishing
+with confirms), the only module that imports pika. AMQP values are read and written by
+dlq/broker/codec.py, which pika uses for every content header through `TypedProperties`.
 """
 
+import copy
 import select
-import time
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as _FutureTimeout
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pika
@@ -13,7 +16,6 @@ from pika import spec
 from pika.adapters.utils import io_services_utils as _io_services
 from pika.adapters.utils.connection_workflow import AMQPConnectorException as _ConnectorError
 
-from dlq.broker import codec
 from dlq.broker.properties import check_property_names, encode_properties, read_properties
 
 # pika raises some connect failures as they are, not as an AMQPError: a node that takes the
@@ -21,6 +23,16 @@ from dlq.broker.properties import check_property_names, encode_properties, read_
 ConnectionErrors = (_exc.AMQPConnectionError, _ConnectorError, ConnectionError, OSError)
 ChannelErrors = (_exc.AMQPChannelError,)
 AllErrors = (_exc.AMQPError, _ConnectorError, ConnectionError, OSError)
+# The broker answers but will not open the vhost for this user (no permissions there, or
+# no such vhost): 530 NOT_ALLOWED while the connection opens.
+VhostRefused = _exc.ProbableAccessDeniedError
+
+
+class NoAnswer(_exc.AMQPError):
+    """The broker did not answer in time (declare_within)."""
+
+    def __repr__(self) -> str:  # AMQPError's says "An unspecified AMQP error has occurred"
+        return f"NoAnswer({self.args[0]!r})"
 
 
 class TypedProperties(spec.BasicProperties):
@@ -143,6 +155,12 @@ def connect(
     raise error
 
 
+def address(conn) -> str:
+    """host:port of the node a connection went through (what its heartbeat row shows)."""
+    params = conn._impl.params
+    return f"{params.host}:{params.port}"
+
+
 def ping(url: str, timeout: float = 3.0) -> None:
     """Open and close a connection to any node (for /readyz); raises one of AllErrors."""
     error: Exception | None = None
@@ -173,6 +191,18 @@ def describe(url: str) -> str:
     return ",".join(described)
 
 
+def went_silent(error: Exception) -> bool:
+    """The connection was given up because the node stopped answering (missed
+    heartbeats): it may be hung, and still act on what it received, later."""
+    return isinstance(error, _exc.AMQPHeartbeatTimeout)
+
+
+def node_of(conn) -> str:
+    """host:port of the node a connection is on (for logs: which node of the cluster)."""
+    params = conn._impl.params
+    return f"{params.host}:{params.port}"
+
+
 def ack_with_note(channel, last_tag: int, queue: str, note: bytes, properties) -> None:
     """Ack every delivery up to `last_tag`, then publish `note` to `queue` through the
     default exchange: on a transactional BlockingChannel (tx_select), so that both take
@@ -185,6 +215,42 @@ def ack_with_note(channel, last_tag: int, queue: str, note: bytes, properties) -
     impl = channel._impl
     impl.basic_ack(last_tag, multiple=True)
     impl.basic_publish("", queue, note, properties)
+
+
+def declare_within(conn, name: str, arguments: dict, seconds: float) -> None:
+    """Declare a durable queue through the node `conn` is on, and wait at most `seconds` for
+    the broker's answer: NoAnswer then. A refusal raises as queue_declare's does.
+
+    BlockingChannel.queue_declare waits for as long as the broker takes, and RabbitMQ 4.0
+    answers about a classic queue whose node is down only after about 67 s (3.10 refuses at
+    once). Nor can a channel left waiting on `conn` be given up: closing it, or `conn`, would
+    wait for that answer too. So the declare goes on a connection of its own, in a daemon
+    thread, left to the late answer (a refusal: 404, "failed to perform operation on queue
+    ... due to timeout") and closed after it."""
+    params = copy.copy(conn._impl.params)
+    params.client_properties = {"connection_name": f"dlq-declare {name}"}
+    answer: Future = Future()
+
+    def declare() -> None:
+        try:
+            probe = pika.BlockingConnection(params)
+        except BaseException as e:
+            answer.set_exception(e)
+            return
+        try:
+            probe.channel().queue_declare(name, durable=True, arguments=arguments)
+            answer.set_result(None)
+        except BaseException as e:
+            answer.set_exception(e)
+        finally:
+            if probe.is_open:
+                probe.close()
+
+    threading.Thread(target=declare, name="dlq-declare", daemon=True).start()
+    try:
+        answer.result(timeout=seconds)
+    except _FutureTimeout:
+        raise NoAnswer(f"no answer about queue {name!r} within {seconds} s") from None
 
 
 def wait_for_io(conn, timeout: float) -> bool:
@@ -208,208 +274,3 @@ def wait_for_io(conn, timeout: float) -> bool:
     except (AttributeError, OSError, ValueError):
         return True
     return bool(readable or writable)
-
-
-# --- publishing with confirms -----------------------------------------------------------
-
-REPLAY_ID_HEADER = "dlq-replay-id"
-# The start of the error detail of publishes a channel close cut off (their fate unknown).
-CHANNEL_CLOSED = "channel closed"
-
-
-class Outgoing:
-    """One message to publish; `key` must also be its dlq-replay-id header (returns carry no
-    sequence number, so a basic.return is matched to its publish by that header)."""
-
-    __slots__ = ("key", "exchange", "routing_key", "body", "properties")
-
-    def __init__(self, key: str, exchange: str, routing_key: str, body: bytes, properties):
-        self.key, self.exchange, self.routing_key = key, exchange, routing_key
-        self.body, self.properties = body, properties
-
-
-class ConfirmPublisher:
-    """Publishes with `mandatory` and publisher confirms, many messages in flight at once.
-
-    pika's blocking confirm waits for each confirm (about 600 msg/s here); this keeps a
-    window of outstanding publishes on a SelectConnection and settles each one by the
-    broker's ack/nack (multiple-aware) and any basic.return that precedes the ack.
-    Outcomes: confirmed, unroutable (returned), nacked, error (channel or connection closed
-    before the confirm: the broker may or may not have routed it).
-    """
-
-    def __init__(
-        self,
-        url: str,
-        name: str = "dlq-replay",
-        window: int = 1000,
-        vhost: str | None = None,
-        heartbeat: int = 30,
-    ):
-        """Open on the first node of `url` that answers, in `vhost` (default: the URL's)."""
-        self.window, self.heartbeat = window, heartbeat
-        self.results: dict[str, tuple[str, str]] = {}
-        self.vhost = vhost or vhost_of(url)
-        for node in _in_turn(url, vhost):
-            self._open(node, name)
-            if not self._error:
-                self._conn.add_on_close_callback(_on_node_lost(url, _answered(url, node, vhost)))
-                return
-        raise ConnectionError(self._error)
-
-    def _open(self, node: str, name: str) -> None:
-        self._error: str | None = None
-        self._channel = None
-        self._ready = False
-        self._conn = pika.SelectConnection(
-            parameters(node, name, self.heartbeat),
-            on_open_callback=self._on_open,
-            on_open_error_callback=self._on_open_error,
-            on_close_callback=self._on_conn_closed,
-        )
-        self._run(lambda: self._ready or self._error is not None, timeout=15)
-        if not self._ready and not self._error:
-            self._error = "the broker did not open a channel in time"
-            self.close()
-
-    @property
-    def frame_max(self) -> int:
-        return self._conn.params.frame_max
-
-    @property
-    def broken(self) -> bool:
-        """The connection is gone: outstanding publishes have an unknown fate."""
-        return self._error is not None or not self._conn.is_open
-
-    @property
-    def outstanding(self) -> int:
-        """Publishes sent that have no outcome yet."""
-        return len(getattr(self, "_tags", ()))
-
-    def tend(self) -> None:
-        """One turn of the I/O loop, without waiting. A publisher idle while others publish
-        sends its heartbeats (the broker drops a connection that misses two) and learns
-        whether the broker has dropped it meanwhile (`broken`)."""
-        if not self.broken:
-            self._run(lambda: True, timeout=0)
-
-    @property
-    def server_version(self) -> str:
-        version = self._conn.server_properties.get("version", b"")
-        return version.decode() if isinstance(version, bytes) else str(version)
-
-    # connection plumbing
-    def _on_open(self, conn):
-        conn.channel(on_open_callback=self._on_channel)
-
-    def _on_open_error(self, _conn, error):
-        self._error = f"cannot connect to the broker: {error!r}"
-        self._conn.ioloop.stop()
-
-    def _on_conn_closed(self, _conn, reason):
-        self._error = self._error or f"connection closed: {reason!r}"
-        self._fail_outstanding(self._error)
-        self._conn.ioloop.stop()
-
-    def _on_channel(self, channel):
-        self._channel = channel
-        channel.add_on_close_callback(self._on_channel_closed)
-        channel.add_on_return_callback(self._on_return)
-        channel.confirm_delivery(self._on_confirm, callback=lambda _frame: self._set_ready())
-        self._tags: dict[int, str] = {}
-        self._returned: dict[str, str] = {}
-        self._seq = 0
-
-    def _set_ready(self):
-        self._ready = True
-
-    def _on_channel_closed(self, _channel, reason):
-        # A missing exchange or an oversized frame closes the channel: everything still
-        # in flight has an unknown fate; reopen for whatever comes next.
-        self._fail_outstanding(f"{CHANNEL_CLOSED}: {reason!r}")
-        self._ready = False
-        if self._conn.is_open:
-            self._conn.channel(on_open_callback=self._on_channel)
-
-    def _fail_outstanding(self, detail: str):
-        for key in getattr(self, "_tags", {}).values():
-            self.results.setdefault(key, ("error", detail))
-        if hasattr(self, "_tags"):
-            self._tags.clear()
-
-    def _on_return(self, _channel, method, properties, _body):
-        headers = properties.headers or {}
-        key = codec.plain(headers.get(REPLAY_ID_HEADER))
-        if isinstance(key, str):
-            self._returned[key] = f"{method.reply_code} {method.reply_text}"
-
-    def _on_confirm(self, frame):
-        method = frame.method
-        nack = isinstance(method, spec.Basic.Nack)
-        tags = (
-            [t for t in self._tags if t <= method.delivery_tag]
-            if method.multiple
-            else [method.delivery_tag]
-        )
-        for tag in tags:
-            key = self._tags.pop(tag, None)
-            if key is None:
-                continue
-            if nack:
-                self.results[key] = ("nacked", "the broker refused the message (basic.nack)")
-            elif key in self._returned:
-                self.results[key] = ("unroutable", f"no queue bound: {self._returned.pop(key)}")
-            else:
-                self.results[key] = ("confirmed", "")
-
-    def _run(self, done, timeout: float):
-        deadline = time.monotonic() + timeout
-
-        def check():
-            if done() or time.monotonic() >= deadline:
-                self._conn.ioloop.stop()
-            else:
-                self._conn.ioloop.call_later(0.005, check)
-
-        self._conn.ioloop.call_later(0, check)
-        self._conn.ioloop.start()
-
-    def publish(self, items: list[Outgoing], timeout: float = 60.0, rate_per_s=None) -> dict:
-        """Publish and wait for every outcome; returns {key: (outcome, detail)}."""
-        pending = list(reversed(items))
-        wanted = {item.key for item in items}
-        interval = 1.0 / rate_per_s if rate_per_s else 0.0
-        started, sent = time.monotonic(), [0]
-
-        def pump():
-            if not self._ready or self._channel is None or not self._channel.is_open:
-                return
-            # The k-th publish is due k intervals after the start: pump runs every few ms,
-            # so each run catches up with what fell due since the last one.
-            while pending and len(self._tags) < self.window:
-                if interval and sent[0] * interval > time.monotonic() - started:
-                    return
-                item = pending.pop()
-                self._seq += 1
-                self._tags[self._seq] = item.key
-                self._channel.basic_publish(
-                    item.exchange, item.routing_key, item.body, item.properties, mandatory=True
-                )
-                sent[0] += 1
-
-        def done():
-            if self._error:
-                return True
-            pump()
-            return not pending and all(key in self.results for key in wanted)
-
-        self._run(done, timeout)
-        for item in items:
-            self.results.setdefault(item.key, ("error", self._error or "no confirm in time"))
-        return {key: self.results.pop(key) for key in wanted}
-
-    def close(self):
-        if self._conn.is_open:
-            self._conn.close()
-        if self._conn.is_closing:  # by us, or by the broker: let it end, socket and all
-            self._run(lambda: self._conn.is_closed, timeout=5)

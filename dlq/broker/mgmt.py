@@ -70,7 +70,10 @@ def list_vhosts() -> list[str]:
 
 def list_queues(vhost: str) -> list[dict]:
     """Queues of a vhost: name, type, arguments, messages (ready + unacked)."""
-    cols = "name,type,arguments,messages,messages_ready,consumers,durable"
+    cols = (
+        "name,type,arguments,messages,messages_ready,consumers,durable,"
+        "state,node,leader,members,online"  # where it lives: dlq/health/cluster.py
+    )
     found = _request(f"/api/queues/{quote(vhost, safe='')}?columns={cols}")
     return found or []
 
@@ -106,13 +109,47 @@ def get_exchange(vhost: str, exchange: str) -> dict | None:
 
 
 def queues_with_policies(vhost: str) -> list[dict]:
-    """Queues with what decides their limits: arguments and the effective policy."""
+    """Queues with what decides their limits (arguments and the effective policy) and where
+    they live (node, leader, members online: dlq/health/cluster.py)."""
     cols = (
-        "name,type,arguments,messages,message_bytes,durable,auto_delete,exclusive,"
-        "policy,effective_policy_definition"
+        "name,type,arguments,messages,message_bytes,durable,auto_delete,exclusive,consumers,"
+        "policy,effective_policy_definition,state,node,leader,members,online"
     )
     found = _request(f"/api/queues/{_segment(vhost)}?columns={cols}")
     return [q for q in found if isinstance(q, dict)] if isinstance(found, list) else []
+
+
+def list_consumers(vhost: str) -> list[dict]:
+    """The consumers of a vhost's queues: queue, consumer_tag, channel_details (whose
+    connection_name is the broker's name of the connection, not the client's)."""
+    found = _request(f"/api/consumers/{_segment(vhost)}")
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def client_names(vhost: str) -> dict[str, str]:
+    """The vhost's connections: the broker's name of each -> the name its client gave it."""
+    found = _request(f"/api/vhosts/{_segment(vhost)}/connections?columns=name,user_provided_name")
+    return {
+        c["name"]: str(c.get("user_provided_name") or "")
+        for c in found if isinstance(c, dict) and isinstance(c.get("name"), str)
+    } if isinstance(found, list) else {}  # fmt: skip
+
+
+def list_nodes() -> list[dict]:
+    """The cluster's nodes as the answering node sees them: name, running."""
+    found = _request("/api/nodes?columns=name,running")
+    return [n for n in found if isinstance(n, dict)] if isinstance(found, list) else []
+
+
+def amqp_listeners() -> list[dict]:
+    """Every node's AMQP listeners: node, ip_address, port (to name a drainer's node)."""
+    found = _one("/api/overview?columns=listeners") or {}
+    listeners = found.get("listeners")
+    return [
+        x
+        for x in listeners or ()
+        if isinstance(x, dict) and x.get("protocol") in ("amqp", "amqp/ssl")
+    ]
 
 
 def broker_version() -> str:

@@ -10,6 +10,10 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
+# How the drainer names itself to the broker: connections "dlq-drain HOST pid N ...", consumer
+# tags "dlq-drain.HEX" (dlq/health/drained.py tells its consumers from a service's by them).
+DRAINER = "dlq-drain"
+
 _ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 

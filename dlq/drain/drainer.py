@@ -24,6 +24,7 @@ import queue as queuelib
 import socket
 import threading
 import time
+import uuid
 from functools import partial
 
 from django.conf import settings
@@ -67,12 +68,13 @@ class Drainer(Lifecycle):
         self.prefetch = prefetch or settings.DLQ_DRAIN_PREFETCH
         self.flush_s = (flush_ms or settings.DLQ_DRAIN_FLUSH_MS) / 1000
         self.heartbeat = settings.DLQ_DRAIN_HEARTBEAT
-        self.name = f"dlq-drain {socket.gethostname()} pid {os.getpid()}"
+        self.name = f"{names.DRAINER} {socket.gethostname()} pid {os.getpid()}"
         if self.vhost != default_vhost:
             self.name += f" vhost {names.escape_vhost(self.vhost)}"
         self.stopping = threading.Event()
         self.generation = 0  # the channel's: the writer drops batches of older ones
         self.conn = self.channel = None
+        self.node = ""  # host:port of the node connected to now ("" while not connected)
         self.consumers: dict[str, str] = {}
         self.unacked: set[str] = set()
         self.ledger = AckLedger(self._put)  # see _acked
@@ -90,6 +92,7 @@ class Drainer(Lifecycle):
             self.name,
             ledger_tokens=lambda: {self.ledger.token},
             queue_count=lambda: len(self.consumers),
+            node=lambda: self.node,
         )
         self.work = self.writer.work
         self.baton = baton  # shared with the other vhosts' drainers (dlq/drain/baton.py)
@@ -174,7 +177,7 @@ class Drainer(Lifecycle):
 
     def _subscribe_matching(self, listed: list[dict]) -> None:
         # Declaring the ledger again keeps it from expiring while this drainer is connected.
-        self.ledger.declare(self.channel)
+        self.ledger.declare(self.channel, self.node)
         matched = self.queues.matching(listed)
         new = [q for q in matched if q["name"] not in self.consumers]
         for queue in new:
@@ -189,7 +192,9 @@ class Drainer(Lifecycle):
 
     def _subscribe(self, name: str, quorum: bool) -> None:
         callback = partial(self._on_message, name, quorum)
-        self.consumers[name] = self.channel.basic_consume(name, callback)
+        # A tag of its own: the topology page tells the console's consumers from a service's.
+        tag = f"{names.DRAINER}.{uuid.uuid4().hex}"
+        self.consumers[name] = self.channel.basic_consume(name, callback, consumer_tag=tag)
 
     def _on_cancel(self, frame) -> None:
         tag = frame.method.consumer_tag
@@ -257,8 +262,11 @@ class Drainer(Lifecycle):
             amqp.ack_with_note(
                 self.channel, batch.last_tag, self.ledger.name, batch.id.encode(), _PERSISTENT
             )
-            self.ledger.sent.append((batch.id, batch.drainer))  # in doubt from the commit on
+            # In doubt from the commit on (AckLedger.lost says why a quorum queue matters).
+            quorum = any(d.quorum for d in batch.deliveries)
+            self.ledger.committing(batch.id, batch.drainer, quorum)
             self.channel.tx_commit()  # about a millisecond: the ledger note is persistent
+            self.ledger.answered()
             if batch.forget is not None:
                 batch.forget.send_commit()  # now, from this thread: see pending.PreparedForget
             batch.acked = True

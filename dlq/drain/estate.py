@@ -49,6 +49,7 @@ class Estate:
             f"dlq-drain {socket.gethostname()} pid {os.getpid()}",
             ledger_tokens=lambda: {d.ledger.token for d, _ in list(self.drainers.values())},
             queue_count=lambda: sum(len(d.consumers) for d, _ in list(self.drainers.values())),
+            node=lambda: ",".join(sorted({d.node for d, _ in list(self.drainers.values())} - {""})),
         )
 
     @property

@@ -14,7 +14,7 @@ What W touches on a drainer, the `Owner` of an item: it reads `generation` (D's,
 connecting, on a loss, on letting go) before storing a batch, before each retry and while
 it waits for an ack; reads `vhost`; calls `post_ack`, which reads D's `conn` and hands the
 ack to pika's thread-safe callback; and writes `tally`, its only writer (D and E read it).
-Through the callables it was made with, W also reads D's `ledger.token` and `consumers`.
+Through the callables it was made with, W also reads D's `ledger.token`, `consumers` and `node`.
 
 What D touches on the writer: `work.unfinished_tasks` (is it busy?), `in_flight` (W's:
 the batch acked last whose forget is not settled), `wake(owner)`; D or E calls `finish`.
@@ -30,7 +30,8 @@ The order around one batch (tests/drain/test_crash.py and test_outage.py prove i
      batch before (wait for its `done`, read its forget's outcome); prepare this one's
      forget (BEGIN; DELETE); `awaiting`, `in_flight`; post_ack; heartbeat; `tally.done` += 1.
   D (Drainer._acked, a pika callback): `unacked` minus it; a stale generation or a closed
-     channel sends no ack; else basic_ack with the ledger note, `ledger.sent`, tx_commit,
+     channel sends no ack; else basic_ack with the ledger note, `ledger.committing`,
+     tx_commit, `ledger.answered`,
      the forget's COMMIT sent; `acked`; `done` (always, last).
   W (at its next item, or idle): `done`; the forget's outcome (or forget now, or later);
      `in_flight` = None (Lifecycle._shutdown waits for it).

@@ -13,6 +13,7 @@ import os
 import socket
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from django.db import DatabaseError, transaction
 from django.db import connection as db
@@ -32,8 +33,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 class Heartbeat:
     """Owned by the drainer's writer thread; not thread-safe, and needs not be."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, node: Callable[[], str] = str):
         self.name = name
+        self.node = node  # the broker node(s) the drainer is connected to now: "host:port,..."
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.started_at = timezone.now()
         self.queues = 0
@@ -96,6 +98,7 @@ class Heartbeat:
                 "last_batch_at": self.last_batch_at,
                 "stopped_at": now if stopped else None,
                 "queues": self.queues,
+                "node": self.node()[:255],
                 "stored": self.stored,
                 "batches": self.batches,
                 "latency_buckets": cumulative,

@@ -24,6 +24,11 @@ LEDGER_PREFIX = "dlq-drain-acks."
 LEDGER_EXPIRES_S = 3600
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 LEDGER_ARGUMENTS = {"x-max-length": 1, "x-expires": LEDGER_EXPIRES_S * 1000}
+# A ledger on a node the drainer has left, whose declare the broker has not answered after
+# this long, is taken as refused (AckLedger.reach). A declare is answered in milliseconds,
+# but about a classic queue whose node is down 3.10 refuses at once and 4.0 answers only
+# after about 67 s.
+LEDGER_ANSWER_S = 5.0
 
 
 class AckLedger:
@@ -38,16 +43,44 @@ class AckLedger:
         self.name = f"{LEDGER_PREFIX}{self.token}"
         # (batch id, drainer) pairs, not batches: the deliveries must not outlive the ack.
         self.sent: deque[tuple[str, str]] = deque(maxlen=8)
+        # The batch whose commit is out and not answered yet (the last of `sent`), and
+        # whether its ack went to a quorum queue (committing, answered).
+        self.unanswered: str | None = None
+        self.unanswered_quorum = False
         self.doubts: list[tuple[str, str]] = []
+        self.answered_doubts = 0  # the first ones of `doubts`: their commits were answered
+        self.late_quorum_ack = False  # see lost()
         self.lost_at = 0.0
+        # host:port of the node the ledger was declared through, and lives on ("": none yet)
+        self.home = ""
 
-    def declare(self, channel) -> None:
+    def declare(self, channel, node: str) -> None:
+        """Declare the ledger (again) through `node`, the drainer's channel's node; a new
+        ledger, a classic queue, lives there (the broker's default placement)."""
         channel.queue_declare(self.name, durable=True, arguments=LEDGER_ARGUMENTS)
+        self.home = self.home or node
+
+    def reach(self, conn) -> None:
+        """Whether the ledger, on a node the drainer has left, can be read: raises as a
+        refused declare does, or amqp.NoAnswer after LEDGER_ANSWER_S (its node is down, or
+        hung). The drainer's connection is never left waiting (amqp.declare_within)."""
+        amqp.declare_within(conn, self.name, LEDGER_ARGUMENTS, LEDGER_ANSWER_S)
+
+    def move(self) -> None:
+        """A fresh ledger on the node the drainer is on now, the doubts settled against the
+        old one: with the two on one node, a node that dies takes the connection with it, and
+        the drainer never waits for a ledger on a node it has left (Lifecycle._declare_ledger).
+        The old one expires unused (LEDGER_EXPIRES_S)."""
+        self.token = uuid.uuid4().hex
+        self.name = f"{LEDGER_PREFIX}{self.token}"
+        self.home = ""
 
     def renew(self, error: Exception) -> None:
-        """The broker refuses this ledger (a classic queue lives on one node: with that node
-        down, "home node is down"): a fresh one from now on. Acks in doubt can no longer be
-        settled against the old one."""
+        """The broker refuses this ledger, or does not answer about it in time (a classic
+        queue lives on one node: with that node down, 3.10 says "home node is down", 4.0 says
+        nothing for about 67 s): a fresh one from now on. Acks in doubt can no longer be
+        settled against the old one: a batch whose commit went unanswered stays pending,
+        whether its ack counted or not."""
         log.warning(
             "the ack ledger is unusable, starting a new one; if the broker dropped acks with"
             " the last connection, those batches are stored twice",
@@ -58,15 +91,40 @@ class AckLedger:
             },
         )
         self.doubts = []
-        self.token = uuid.uuid4().hex
-        self.name = f"{LEDGER_PREFIX}{self.token}"
+        self.move()
 
-    def lost(self) -> None:
-        """The connection is gone: the acks sent on it are in doubt."""
+    def committing(self, batch_id: str, drainer: str, quorum: bool) -> None:
+        """The batch's ack and note are out, its commit is about to be: in doubt from now."""
+        self.sent.append((batch_id, drainer))
+        self.unanswered, self.unanswered_quorum = batch_id, quorum
+
+    def answered(self) -> None:
+        """The broker answered the commit: the channel has applied the ack and the note."""
+        self.unanswered = None
+
+    def lost(self, silent: bool = False) -> None:
+        """The connection is gone: the acks sent on it are in doubt. `silent`: the node
+        stopped answering (missed heartbeats), hung or cut off, not closed.
+
+        A commit the broker answered took effect, whatever the ledger holds now. A commit
+        left unanswered took effect if the ledger names its batch, with one exception: a
+        silent node may be hung, and process the commit when it comes back, long after
+        this drainer gave up on it. The note then lands in the ledger, but an ack to a
+        quorum queue is not applied by the commit: the channel sends it on to the queue's
+        leader as a Raft command, and a node that hung while it led the queue has lost the
+        leadership meanwhile; the command is turned away, and the channel, closing as the
+        connection is gone, does not live to send it to the new leader, which gives the
+        messages back when it sees the channel down. The ledger would name a batch whose
+        messages come back: forgotten, they are stored twice (2 of 3 hangs of a leader
+        node did so). So such a batch stays pending (settle_doubts)."""
         if self.sent:
             self.doubts = list(self.sent)  # settled against the ledger once reconnected
+            unanswered = self.unanswered is not None and self.unanswered == self.sent[-1][0]
+            self.answered_doubts = len(self.doubts) - unanswered
+            self.late_quorum_ack = silent and unanswered and self.unanswered_quorum
             self.sent.clear()
             self.lost_at = time.monotonic()
+        self.unanswered = None
 
     def settle_doubts(self, conn) -> None:
         """After a lost connection: which of its acks took effect? (see Drainer._acked)"""
@@ -86,17 +144,33 @@ class AckLedger:
         # and every earlier one took effect, every later one did not. A ledger naming none
         # of them (empty, or an earlier batch): none of these acks took effect.
         counted = ids.index(last) + 1 if last in ids else 0
-        dropped = self.doubts[counted:]
-        self.doubts = []
+        # An answered commit took effect even if the ledger lost its note (purged, or a
+        # queue of the same name declared anew): making its batch pending again would
+        # take twins of its messages for copies.
+        counted = max(counted, self.answered_doubts)
+        kept = []
+        if counted > self.answered_doubts and self.late_quorum_ack:
+            kept = self.doubts[self.answered_doubts : counted]  # see lost()
+            counted = self.answered_doubts
+        dropped = self.doubts[counted + len(kept) :]
+        last = ids[counted - 1] if counted else None
+        doubts, self.doubts, self.answered_doubts, self.late_quorum_ack = self.doubts, [], 0, False
         if counted:
             # A commit whose answer the connection took with it left its batch pending.
             self.put(ForgetUpto(last))
+        if kept:
+            log.warning(
+                "an ack to a quorum queue was unanswered when the node went silent; the"
+                " ledger cannot tell whether the queue applied it, so its batch stays pending",
+                extra={"batches": ",".join(pk for pk, _ in kept)},
+            )
         if dropped:
             log.warning(
                 "the broker dropped acks with the connection; their batches are pending again",
                 extra={"batches": ",".join(pk for pk, _ in dropped)},
             )
-            self.put(Restore(dropped))
+        if kept or dropped:
+            self.put(Restore(doubts[counted:]))
 
     def settle_foreign(self, conn, ledgers: list[str]) -> None:
         """At start-up: the pending batches that drainers which died left behind.

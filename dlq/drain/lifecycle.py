@@ -70,6 +70,7 @@ class Lifecycle:
         neither wait for its acks nor store its batches still queued (the broker gives
         their messages to someone else once the connection is gone)."""
         self.generation += 1
+        self.node = ""
         self.writer.wake(self)
         if self.conn is not None and self.conn.is_open:
             with contextlib.suppress(*amqp.AllErrors):
@@ -81,6 +82,7 @@ class Lifecycle:
 
     def _connect(self) -> None:
         self.conn = amqp.connect(self.url, self.name, self.heartbeat, vhost=self.vhost)
+        self.node = amqp.address(self.conn)  # for the heartbeat: the health page shows it
         self._open_channel()
         self.generation += 1
         # Batch ids are this connection's token and a sequence number: in ack order, so
@@ -93,13 +95,14 @@ class Lifecycle:
             "connected",
             extra={
                 "broker": amqp.describe(self.url),
+                "node": amqp.node_of(self.conn),
                 "vhost": self.vhost,
                 "ledger": self.ledger.name,
                 "compiled": compiled.describe(),  # the hot path's speed (setup.py)
             },
         )
-        self._declare_ledger()
         # Before consuming: restored before any redelivery is stored.
+        self._declare_ledger()
         self.ledger.settle_doubts(self.conn)
         self._settle_foreign_ledgers()
         self.queues.forget()  # asked on the connection before: listed anew just below
@@ -113,15 +116,30 @@ class Lifecycle:
         self.channel.add_on_cancel_callback(self._on_cancel)
 
     def _declare_ledger(self) -> None:
-        """Declare the ledger; one the broker refuses is replaced by a fresh one: waiting for
-        the node it lived on would stop draining this vhost for as long as it is down."""
+        """Declare the ledger, on the node this connection is on.
+
+        One on a node this drainer has left (a failover) is read first, if that node answers
+        within seconds (AckLedger.reach), then left for a fresh one here (AckLedger.move);
+        one the broker refuses, or does not answer about in time, is replaced by a fresh one
+        (AckLedger.renew): waiting for the node it lived on would stop draining this vhost
+        for as long as it is down (on 4.0, about 67 s even then, and a SIGTERM meanwhile
+        would go unanswered)."""
+        ledger = self.ledger
+        if ledger.home and ledger.home != self.node:
+            try:
+                if ledger.doubts:
+                    ledger.reach(self.conn)
+                    ledger.settle_doubts(self.conn)
+                ledger.move()
+            except (*amqp.ChannelErrors, amqp.NoAnswer) as e:
+                ledger.renew(e)
         try:
-            self.ledger.declare(self.channel)
+            ledger.declare(self.channel, self.node)
         except amqp.ChannelErrors as e:  # the broker closed the channel
-            self.ledger.renew(e)
+            ledger.renew(e)
             self._open_channel()
-            self.drainer_id = f"{self.name} {self.ledger.token} {self.conn_token}"
-            self.ledger.declare(self.channel)
+            ledger.declare(self.channel, self.node)
+        self.drainer_id = f"{self.name} {ledger.token} {self.conn_token}"
 
     def _settle_foreign_ledgers(self) -> None:
         """The ledgers of dead drainers that the writer found at start-up (settle_foreign)."""
@@ -131,8 +149,9 @@ class Lifecycle:
     def _lost(self, error: Exception) -> None:
         """The connection or channel failed: what is unacked will be redelivered."""
         self.generation += 1  # the writer drops batches of the old channel it has not begun
+        self.node = ""
         self.writer.wake(self)
-        self.ledger.lost()
+        self.ledger.lost(silent=amqp.went_silent(error))
         self.unacked.clear()
         self.gathered.reset()
         self.consumers = {}

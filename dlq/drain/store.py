@@ -48,7 +48,7 @@ COLUMNS = [
     "original_routing_key", "failed_queue", "death_reason", "death_count", "delivery_count",
     "first_death_at", "exception_type", "exception_message", "exception_stacktrace",
     "message_type", "group", "replay_count", "previous_id", "lineage_id", "fingerprint",
-    "drain_batch", "search_text", "drain_note",
+    "drain_batch", "search_text", "drain_note", "trace_id",
 ]  # fmt: skip
 _TABLE = Message._meta.db_table
 

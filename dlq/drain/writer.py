@@ -47,11 +47,12 @@ class Writer:
         name: str,
         ledger_tokens: Callable[[], set[str]],
         queue_count: Callable[[], int],
+        node: Callable[[], str] = str,
     ):
         self.work = work
         self.ledger_tokens = ledger_tokens  # the ledgers of live drainers are not foreign
         self.queue_count = queue_count  # for the heartbeat
-        self.beat = heartbeat.Heartbeat(name)
+        self.beat = heartbeat.Heartbeat(name, node)
         self.acked: deque[str] = deque()  # batch ids acked whose forgetting failed: retried
         self.finished = False  # set once every drainer it serves has stopped (finish)
         self.awaiting: set[Batch] = set()  # committed batches whose writer waits for the ack
@@ -83,9 +84,9 @@ class Writer:
                     try:
                         self._settle_in_flight()
                         self._forget_acked()
+                        self.beat.tick(self.queue_count())
                     except Exception:  # a dead writer would stall the drainer with no sign
                         log.exception("the writer failed while idle; it goes on")
-                    self.beat.tick(self.queue_count())
                     continue
                 owner = item.owner
                 try:

@@ -52,6 +52,7 @@ def _describe(row: DrainerHeartbeat, now) -> dict:
         "pid": row.pid,
         "state": state,
         "queues": row.queues,
+        "node": row.node if state == "running" else "",
         "stored": row.stored,
         "last_seen_at": row.last_seen_at,
         "last_seen_s": _seconds(now, row.last_seen_at),

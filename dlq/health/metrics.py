@@ -26,14 +26,14 @@ from prometheus_client.core import (
 )
 
 from dlq.accounts.roles import VIEWER, has_role
-from dlq.health import drainers
-from dlq.health.queues import broker_depths
+from dlq.health import cluster, drainers
+from dlq.health.queues import broker_queues, depths_of
 from dlq.messages import search
 from dlq.models import AlertAttempt, DrainedQueue, Message
 from dlq.models.actions import Job, JobStatus, Replay
 from dlq.models.health import DrainCounter
 
-ACTIVE_JOBS = (JobStatus.PENDING, JobStatus.RUNNING)
+ACTIVE_JOBS = (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.WAITING)
 
 
 @require_GET
@@ -79,11 +79,16 @@ class ConsoleCollector:
     """One scrape: a handful of grouped queries, each one a metric family."""
 
     def collect(self):
+        known = sorted(DrainedQueue.objects.values_list("vhost", "name"))
+        queues = broker_queues(sorted({vhost for vhost, _ in known}))
+        state, _ = cluster.report()
         yield from self._drain()
         yield self._stored()
-        yield self._backlog()
+        yield self._backlog(known, queues)
         yield self._search_lag()
-        yield from self._drainers()
+        yield from self._drainers(state)
+        yield from self._nodes(state)
+        yield from self._placement(known, queues, state)
         yield self._replays()
         yield self._alerts()
         yield from self._jobs()
@@ -110,16 +115,15 @@ class ConsoleCollector:
             stored.add_metric([row["vhost"], row["queue"], row["status"]], row["n"])
         return stored
 
-    def _backlog(self):
+    def _backlog(self, known, queues):
         """Drain lag, in messages: what waits on the broker in the drained queues."""
         backlog = GaugeMetricFamily(
             "dlq_queue_backlog_messages",
             "Messages waiting on the broker in drained queues (absent if the API is down)",
             labels=["vhost", "queue"],
         )
-        known = DrainedQueue.objects.values_list("vhost", "name")
-        depths = broker_depths(sorted({vhost for vhost, _ in known}))
-        for vhost, name in sorted(known):
+        depths = depths_of(queues)
+        for vhost, name in known:
             if (vhost, name) in depths:
                 backlog.add_metric([vhost, name], depths[(vhost, name)])
         return backlog
@@ -133,7 +137,7 @@ class ConsoleCollector:
         lag.add_metric([], Message.objects.filter(id__gt=search.indexed_upto()).count())
         return lag
 
-    def _drainers(self):
+    def _drainers(self, state):
         now = timezone.now()
         labels = ["drainer"]
         up = GaugeMetricFamily("dlq_drainer_up", "1 if the drainer reports, else 0", labels=labels)
@@ -146,12 +150,19 @@ class ConsoleCollector:
         latency = HistogramMetricFamily(
             "dlq_drain_batch_seconds", "Time to store and ack one batch", labels=labels
         )
+        on = GaugeMetricFamily(
+            "dlq_drainer_node",
+            "1 for each broker node a reporting drainer is connected to now",
+            labels=["drainer", "node", "address"],
+        )
         running = 0
         for row in drainers.recent_drainers(now):
             alive = row.stopped_at is None and not drainers.is_stale(row, now)
             running += alive
             up.add_metric([row.name], int(alive))
             queues.add_metric([row.name], row.queues if alive else 0)
+            for where in cluster.drainer_nodes(state, row.node) if alive else ():
+                on.add_metric([row.name, where["node"], where["address"]], 1)
             if row.last_batch_at:
                 age.add_metric([row.name], (now - row.last_batch_at).total_seconds())
             buckets = sorted(row.latency_buckets.items(), key=lambda kv: float(kv[0]))
@@ -159,7 +170,39 @@ class ConsoleCollector:
                 latency.add_metric([row.name], buckets, sum_value=row.latency_sum)
         total = GaugeMetricFamily("dlq_drainers_running", "Drainers reporting now")
         total.add_metric([], running)
-        yield from (total, up, queues, age, latency)
+        yield from (total, up, queues, age, latency, on)
+
+    def _nodes(self, state):
+        """Each node of the cluster, as a running node's management API sees it (absent
+        while no node's API answers)."""
+        up = GaugeMetricFamily("dlq_broker_node_up", "1 if the broker node runs", labels=["node"])
+        for node in state.nodes if state else ():
+            up.add_metric([node.name], int(node.running))
+        yield up
+
+    def _placement(self, known, queues, state):
+        """Drained queues a node loss hurts: replicas online of all, and whether the queue
+        can be used at all (a leader online; a classic queue's node up)."""
+        labels = ["vhost", "queue"]
+        replicas = GaugeMetricFamily(
+            "dlq_queue_replicas", "Replicas of a drained queue (1 for classic)", labels=labels
+        )
+        online = GaugeMetricFamily(
+            "dlq_queue_replicas_online", "Replicas of a drained queue online", labels=labels
+        )
+        available = GaugeMetricFamily(
+            "dlq_queue_available",
+            "1 if the drained queue has a leader (classic: its node) running, else 0",
+            labels=labels,
+        )
+        running = state.running if state else None
+        for key in known:
+            where = cluster.placement(queues[key], running) if key in queues else None
+            if where is not None:
+                replicas.add_metric(list(key), where.replicas)
+                online.add_metric(list(key), where.online)
+                available.add_metric(list(key), int(where.available))
+        yield from (replicas, online, available)
 
     def _replays(self):
         replays = GaugeMetricFamily(

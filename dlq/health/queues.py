@@ -33,13 +33,23 @@ def _queue_row(key, stored: dict | None, known: DrainedQueue | None, depths: dic
 
 def broker_depths(vhosts: list[str]) -> dict[tuple[str, str], int]:
     """Messages per queue on the broker; whatever the management API cannot tell is left out."""
-    depths = {}
+    return depths_of(broker_queues(vhosts))
+
+
+def depths_of(queues: dict[tuple[str, str], dict]) -> dict[tuple[str, str], int]:
+    return {key: q["messages"] for key, q in queues.items() if isinstance(q.get("messages"), int)}
+
+
+def broker_queues(vhosts: list[str]) -> dict[tuple[str, str], dict]:
+    """The queues of these vhosts as mgmt.list_queues() lists them, by (vhost, name); the
+    vhosts the management API cannot tell about are left out."""
+    found = {}
     for vhost in vhosts:
         try:
             queues = mgmt.list_queues(vhost)
         except mgmt.ManagementError:
             break  # unreachable: do not wait once per vhost
         for queue in queues if isinstance(queues, list) else ():
-            if isinstance(queue, dict) and isinstance(queue.get("messages"), int):
-                depths[(vhost, queue["name"])] = queue["messages"]
-    return depths
+            if isinstance(queue, dict) and isinstance(queue.get("name"), str):
+                found[(vhost, queue["name"])] = queue
+    return found

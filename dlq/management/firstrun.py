@@ -7,6 +7,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from console.env import raw
+from dlq.broker import mgmt
+from dlq.health import drained
+
+SHOWN = 10  # queue names listed per vhost
+
+WHAT_DLQ_QUEUES_IS = (
+    "DLQ_QUEUES names the parking queues the console drains: it takes every message OUT of"
+    " them and keeps it until an operator acts. Never point it at a work queue or a retry"
+    " queue (a glob such as orders.* matches the work queue orders.created and"
+    " orders.retry too): their messages would vanish into the console."
+)
 
 
 def ensure_admin(username: str = "admin") -> str | None:
@@ -41,3 +52,21 @@ def set_up() -> list[str]:
         f"First admin created: user 'admin', password '{password}'",
         "(shown once; set DLQ_ADMIN_PASSWORD to choose it)",
     ]
+
+
+def drained_lines() -> list[str]:
+    """What DLQ_QUEUES is and what it matches on the broker now, per vhost (the banner of
+    `make run` and the end of `dlq_demo`)."""
+    lines = [f"DLQ_QUEUES = {','.join(settings.DLQ_QUEUES)} (the queues the console drains:"
+             " it takes every message out of them)"]  # fmt: skip
+    try:
+        matched = drained.matched_now()
+    except mgmt.ManagementError as e:
+        return [*lines, f"  which queues it matches is unknown: {e}"]
+    for vhost, queues in matched.items():
+        more = f" and {len(queues) - SHOWN} more" if len(queues) > SHOWN else ""
+        lines.append(f"  drains in vhost {vhost}: "
+                     f"{', '.join(queues[:SHOWN])}{more}")  # fmt: skip
+    if not matched:
+        lines.append("  no queue matches yet: one that matches later is drained within 30 s")
+    return lines

@@ -5,7 +5,7 @@ queue's TTL expiry (0.5.0), and so the failure group (with its vhost since 0.5.0
 Symfony Messenger's stamps and PHP-serialized envelopes say (0.6.0: message type, exception,
 retries, the queue where the handler failed and the route back to it); the type that
 MassTransit's envelope (`messageType` in the body) and NServiceBus's enclosed message types
-name without a failure's headers.
+name without a failure's headers; the trace a message belongs to (0.12.0, traces.py).
 
 In batches by id, each its own transaction: safe to stop and to run again. An edited message
 is derived from the version the drainer stored, as on arrival.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from dlq.messages import symfony
+from dlq.messages import symfony, traces
 from dlq.messages.ingest import death_columns
 from dlq.models import DrainedQueue, Message, MessageVersion
 
@@ -25,7 +25,8 @@ log = logging.getLogger("dlq.backfill")
 BATCH = 1000
 FIELDS = ("message_type", "first_death_at", "group", "failed_queue", "death_reason",
           "exception_type", "exception_message", "exception_stacktrace", "delivery_count",
-          "original_exchange", "original_routing_keys_json", "original_routing_key")  # fmt: skip
+          "original_exchange", "original_routing_keys_json", "original_routing_key",
+          "trace_id")  # fmt: skip
 
 
 def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: bool) -> dict:
@@ -34,6 +35,7 @@ def derive(headers: dict, properties: dict, m: Message, body: bytes, quorum: boo
     # hang on whether the parking queue was a quorum queue then, which no row records.
     if not symfony.read(headers, body):
         fresh["delivery_count"] = m.delivery_count
+    fresh["trace_id"] = traces.trace_id(headers)
     return {name: fresh[name] for name in FIELDS}
 
 

@@ -11,7 +11,7 @@ import orjson
 
 from dlq.broker.codec import plain
 from dlq.broker.properties import properties_to_json
-from dlq.messages import deaths
+from dlq.messages import deaths, traces
 from dlq.text import clean
 
 SEARCH_BODY_BYTES = 64 * 1024
@@ -216,6 +216,7 @@ def build_row(d: Delivery, received_at: datetime | None = None) -> dict:
         "exchange": clean(d.exchange),
         "routing_key": clean(d.routing_key),
         **death_columns(headers, props, d.vhost, routing_key, d.body, d.quorum),
+        "trace_id": traces.trace_id(headers),
         "replay_count": fit(replay_count),
         "previous_id": origin_id,  # resolved against the database when stored
         "lineage_id": None,

@@ -31,9 +31,17 @@ _COMMA = re.compile(r"[ \t\n\r]*,")
 _decode = json.JSONDecoder().raw_decode
 
 
+def _masstransit(content_type) -> bool:
+    """A media type is case-insensitive and may carry parameters (`; charset=utf-8`)."""
+    if not isinstance(content_type, str):
+        return False
+    head, rest = content_type[: len(CONTENT_TYPE)], content_type[len(CONTENT_TYPE) :]
+    return head.lower() == CONTENT_TYPE and (not rest or rest.lstrip(" \t")[:1] == ";")
+
+
 def message_type(body: bytes, content_type, content_encoding) -> str:
     """The first URN of the envelope's `messageType`, or "" for any other body."""
-    if content_type != CONTENT_TYPE:  # first: every other message pays only this
+    if content_type != CONTENT_TYPE and not _masstransit(content_type):
         return ""
     if isinstance(content_encoding, str):
         if content_encoding.lower() not in PLAIN_ENCODINGS:

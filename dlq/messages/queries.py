@@ -14,6 +14,7 @@ MAX_LIMIT = 500
 # A search or a time range first scans this many ids in id order (see page()).
 PAGE_WINDOW = 5_000
 MISJUDGED_COLUMNS = {"search_text", "received_at"}
+EXPORT_CHUNK = 500  # whole rows an export holds at once (chunks())
 # Columns the list does not show; the detail reads the whole row.
 LIST_DEFERRED = ("body", "properties_json", "headers_json", "exception_stacktrace", "search_text")
 EXACT_FILTERS = {
@@ -24,6 +25,7 @@ EXACT_FILTERS = {
     "message_type": "message_type",
     "vhost": "vhost",
     "group": "group",
+    "trace_id": "trace_id",
 }
 
 
@@ -210,6 +212,24 @@ def keyset(qs, cursor: str | None, limit: int) -> tuple[list, str | None]:
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].id)
+
+
+def chunks(qs, size: int = EXPORT_CHUNK):
+    """Every message of a newest-first queryset (filter_messages), whole rows, `size` at a
+    time, keyset by id: an export never holds more than one chunk. Pages as the list finds
+    them (page(): a search or a time range in two steps), then their rows in full."""
+    misjudged = _filters_on(qs.query.where, MISJUDGED_COLUMNS)
+    cursor = None
+    while True:
+        if misjudged:
+            found, cursor = page(qs, cursor, size)
+            rows = list(Message.objects.filter(id__in=[m.id for m in found]).order_by("-id"))
+        else:
+            rows, cursor = keyset(qs, cursor, size)
+        if rows:
+            yield rows
+        if cursor is None:
+            return
 
 
 def known_vhosts() -> list[str]:

@@ -64,23 +64,43 @@ class ReplayOverride(models.Model):
 
 
 class AuditAction(models.TextChoices):
-    EDIT = "edit"
-    REPLAY = "replay"
-    DISCARD = "discard"
-    RESTORE = "restore"
-    JOB_CREATE = "job_create"
-    JOB_CANCEL = "job_cancel"
-    TOKEN_CREATE = "token_create"
-    TOKEN_REVOKE = "token_revoke"
-    MUTE_ADD = "mute_add"
-    MUTE_REMOVE = "mute_remove"
-    SIGN_IN = "sign_in"
-    SIGN_IN_FAILED = "sign_in_failed"
-    SIGN_IN_LOCKED = "sign_in_locked"
-    SIGN_IN_REFUSED = "sign_in_refused"  # an IdP or proxy user whose groups map to no role
-    AUDIT_PURGE = "audit_purge"
-    CHANNEL_CHANGE = "channel_change"
-    REPLAY_TARGET_CHANGE = "replay_target_change"
+    """The actions of the trail; the labels are what the audit page's filter offers."""
+
+    EDIT = "edit", "Edit a message"
+    REPLAY = "replay", "Replay a message"
+    DISCARD = "discard", "Discard a message"
+    RESTORE = "restore", "Restore a message"
+    JOB_CREATE = "job_create", "Start a bulk job"
+    JOB_CANCEL = "job_cancel", "Cancel a bulk job"
+    JOB_FINISH = "job_finish", "A bulk job finishes"
+    JOB_RESUME = "job_resume", "Resume a paused bulk job"
+    TOKEN_CREATE = "token_create", "Create an API token"
+    TOKEN_REVOKE = "token_revoke", "Revoke an API token"
+    MUTE_ADD = "mute_add", "Mute alerts"
+    MUTE_REMOVE = "mute_remove", "Remove an alert mute"
+    SIGN_IN = "sign_in", "Sign in"
+    SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
+    SIGN_IN_LOCKED = "sign_in_locked", "Sign-in locked out"
+    # an IdP or proxy user whose groups map to no role
+    SIGN_IN_REFUSED = "sign_in_refused", "Sign-in refused"
+    AUDIT_PURGE = "audit_purge", "Purge old audit rows"
+    CHANNEL_CHANGE = "channel_change", "Change an alert channel"
+    REPLAY_TARGET_CHANGE = "replay_target_change", "Change a replay override"
+    USER_CREATE = "user_create", "Create a user"
+    USER_DEACTIVATE = "user_deactivate", "Deactivate a user"
+    USER_ACTIVATE = "user_activate", "Reactivate a user"
+    TOPOLOGY_ACK = "topology_ack", "Acknowledge a topology warning"
+    TOPOLOGY_UNACK = "topology_unack", "Withdraw a topology acknowledgement"
+    GROUP_UPDATE = "group_update", "Change a failure group"
+    EXPORT = "export", "Export messages"
+    IMPORT = "import", "Import messages"
+    POLICY_CREATE = "policy_create", "Create a redrive policy"
+    POLICY_UPDATE = "policy_update", "Change a redrive policy"
+    POLICY_DELETE = "policy_delete", "Delete a redrive policy"
+    POLICY_TRIP = "policy_trip", "A redrive policy trips"
+    CHAT_LINK = "chat_link", "Link a Slack or Telegram user"
+    CHAT_UNLINK = "chat_unlink", "Unlink a Slack or Telegram user"
+    ALERT_PRESS = "alert_press", "Press an alert's button"
 
 
 class AuditEntry(models.Model):
@@ -119,9 +139,11 @@ class AuditEntry(models.Model):
 class JobStatus(models.TextChoices):
     PENDING = "pending"
     RUNNING = "running"
+    WAITING = "waiting"  # between steps, or holding for consumers: no worker holds it
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
+    ABORTED = "aborted"  # more of its replayed messages came back than max_returns
 
 
 class Job(models.Model):
@@ -145,6 +167,31 @@ class Job(models.Model):
     failed = models.IntegerField(default=0)
     outcomes_json = models.TextField(default="{}")
     error = models.TextField(blank=True, default="")
+    # Why a running job is not moving, in words (contract.md: "" when it is): waiting for
+    # the broker to take nacked messages again (dlq/jobs/running.py), watching a step,
+    # holding for consumers, or why it was aborted (dlq/jobs/steps.py).
+    status_detail = models.TextField(blank=True, default="")
+    # Safe replay (dlq/jobs/steps.py): `canary` messages first, then `ramp` times as many
+    # as the step before, each step watched for `watch_seconds`; more than `max_returns`
+    # of its messages back aborts it; `require_consumers` gates each step.
+    canary = models.IntegerField(null=True, blank=True)
+    ramp = models.FloatField(default=2.0)
+    watch_seconds = models.IntegerField(default=30)
+    max_returns = models.IntegerField(null=True, blank=True)
+    require_consumers = models.BooleanField(default=False)
+    step = models.IntegerField(default=0)  # 0 before the first
+    returned = models.IntegerField(default=0)
+    # Messages stored with an id above this may be returns (the highest id at the freeze:
+    # a return is stored after the job published it; dlq/jobs/returns.py).
+    returns_after = models.BigIntegerField(default=0)
+    # A waiting job's next turn: the one task that carries this time takes it (a ticket;
+    # dlq/jobs/running.claim_job), and the step being watched ends at watch_until. A waiting
+    # job with none is paused: it waits for its operator (running._pause).
+    wake_at = models.DateTimeField(null=True, blank=True)
+    # The broker error the job last paused on (running._pause): resumed, it goes on past
+    # that one (the operator chose to), and pauses again only on another.
+    paused_on = models.TextField(blank=True, default="")
+    watch_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return f"job {self.pk} ({self.action}, {self.status})"
@@ -156,6 +203,11 @@ class Job(models.Model):
     @property
     def outcomes(self) -> dict:
         return json.loads(self.outcomes_json)
+
+    @property
+    def paused(self) -> bool:
+        """Paused after identical errors: only its operator resumes it (or cancels it)."""
+        return self.status == JobStatus.WAITING and self.wake_at is None
 
 
 class ItemState(models.TextChoices):
@@ -177,6 +229,9 @@ class JobItem(models.Model):
     replay_id = models.CharField(max_length=32, blank=True, default="")
     # Why it failed: the broker's answer, or why it could not be published at all.
     detail = models.TextField(blank=True, default="")
+    # The job's step that published it (set by the claim; null: never published), for the
+    # job page's per-step chart (dlq/jobs/steps.py per_step).
+    step = models.IntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["job", "state", "id"], name="jobitem_state")]

@@ -223,7 +223,7 @@ class AlertAttempt(models.Model):
     channel_name = models.CharField(max_length=100)
     rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.SET_NULL)
     digest = models.ForeignKey(AlertDigest, null=True, blank=True, on_delete=models.SET_NULL)
-    kind = models.CharField(max_length=16)  # digest, new_group or test
+    kind = models.CharField(max_length=16)  # digest, new_group, test, drainer or policy
     try_no = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(
         max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.QUEUED
@@ -235,6 +235,10 @@ class AlertAttempt(models.Model):
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     summary = models.CharField(max_length=255, blank=True, default="")
+    # A sent chat alert: where it is (Telegram: chat and message ids, to edit it) and the
+    # group states it shows, so a change of state edits it once.
+    chat_message = models.JSONField(default=dict, blank=True)
+    shown_states = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [
@@ -273,3 +277,92 @@ class TokenBucket(models.Model):
             bucket.tokens, bucket.updated_at = tokens, now
             bucket.save(update_fields=["tokens", "updated_at"])
             return True
+
+
+# --- alerts you can act on (dlq/alerts/chat/, dlq/alerts/slack/, dlq/alerts/telegram/) --
+
+
+class ChatVia(models.TextChoices):
+    SLACK = "slack"
+    TELEGRAM = "telegram"
+
+
+class ChatLink(models.Model):
+    """A Slack or Telegram user linked to a console user: their presses act as that user,
+    with the role the user has at the moment of the press."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_links"
+    )
+    via = models.CharField(max_length=8, choices=ChatVia.choices)
+    chat_user = models.CharField(max_length=64)  # Slack's U..., Telegram's numeric id
+    chat_name = models.CharField(max_length=150, blank=True, default="")  # as the chat said
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["via", "chat_user"], name="chatlink_one_per_chat_user")
+        ]
+
+    def __str__(self):
+        return f"{self.via} user {self.chat_user}"
+
+
+class LinkCode(models.Model):
+    """A one-time link code; only its SHA-256 is stored. Telegram: made on /account/ for the
+    signed-in `user`, redeemed by the bot's `/start CODE`. Slack: made for an unlinked
+    `chat_user` who pressed a button, redeemed by whoever opens its URL signed in."""
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    via = models.CharField(max_length=8, choices=ChatVia.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    chat_user = models.CharField(max_length=64, blank=True, default="")
+    chat_name = models.CharField(max_length=150, blank=True, default="")
+    bot = models.CharField(max_length=64, blank=True, default="")  # Telegram: the bot's key
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.via} link code {self.pk}"
+
+
+class AlertButton(models.Model):
+    """What a button press names: one group of one sent alert, behind an opaque random
+    reference (Telegram's callback_data holds 64 bytes, and a chat payload is never
+    trusted to carry what it acts on)."""
+
+    ref = models.CharField(max_length=24, unique=True)
+    attempt = models.ForeignKey(AlertAttempt, on_delete=models.CASCADE, related_name="buttons")
+    group = models.CharField(max_length=16)
+    position = models.PositiveSmallIntegerField()  # 1, 2, ... as the alert numbers them
+
+    def __str__(self):
+        return f"button {self.ref} for group {self.group}"
+
+
+class TelegramBot(models.Model):
+    """A bot the console's Telegram channels use (several channels may share one): its name
+    from getMe, the durable getUpdates offset, and the last problem polling met."""
+
+    key = models.CharField(max_length=64, unique=True)  # SHA-256 of the token, never the token
+    username = models.CharField(max_length=64, blank=True, default="")
+    offset = models.BigIntegerField(default=0)
+    problem = models.TextField(blank=True, default="")
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"telegram bot {self.username or self.key[:8]}"
+
+
+class ChatDelivery(models.Model):
+    """A chat request or update already taken (a Slack request's signature, a Telegram
+    bot's update id): taken again, it is refused (replay protection, and Telegram's
+    redelivery of a webhook update), so a press is never done twice. Kept a day."""
+
+    key = models.CharField(max_length=100, unique=True)
+    seen_at = models.DateTimeField(db_index=True)
+
+    def __str__(self):
+        return f"chat delivery {self.key[:20]}"

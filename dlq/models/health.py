@@ -15,6 +15,9 @@ class DrainerHeartbeat(models.Model):
     last_batch_at = models.DateTimeField(null=True, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)  # a clean stop
     queues = models.IntegerField(default=0)
+    # The broker node(s) its connections go through now, "host:port" comma-separated
+    # ("" while it is not connected): which node the drainer depends on, on a cluster.
+    node = models.CharField(max_length=255, blank=True, default="")
     stored = models.BigIntegerField(default=0)
     batches = models.BigIntegerField(default=0)
     # Batch write latency as a Prometheus histogram: cumulative counts per bucket bound.
@@ -57,3 +60,26 @@ class StatusChange(models.Model):
 
     def __str__(self):
         return f"{self.message_id} {self.status} at {self.at}"
+
+
+class TopologyAcknowledgement(models.Model):
+    """An admin's word that a topology warning (a check on a queue in a vhost) is known and
+    accepted: the page moves it out of the warnings (dlq/health/acknowledgements.py). The
+    actor is kept by name, as in the audit trail, so deleting a user keeps who said so."""
+
+    vhost = models.CharField(max_length=255)
+    queue = models.CharField(max_length=255)
+    check_name = models.CharField(max_length=32)  # a Finding's check ("check" is Django's)
+    reason = models.TextField()
+    actor_name = models.CharField(max_length=150)
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["vhost", "queue", "check_name"], name="topology_ack_key"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.check_name} on {self.vhost}/{self.queue}"

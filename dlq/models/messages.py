@@ -51,6 +51,8 @@ class Message(models.Model):
     exception_stacktrace = models.TextField(blank=True, default="")
     message_type = models.CharField(max_length=255, blank=True, default="")
     group = models.CharField(max_length=16, default="")
+    # The trace it belongs to (dlq/messages/traces.py): lower-hex, 16 or 32 digits, or "".
+    trace_id = models.CharField(max_length=32, blank=True, default="")
 
     replay_count = models.IntegerField(default=0)
     # Lineage: a replayed message that dies again is a new row pointing at its earlier life.
@@ -77,6 +79,12 @@ class Message(models.Model):
                 name="msg_type_id",
                 condition=~models.Q(message_type=""),
             ),
+            # Partial, as msg_type_id: most messages carry no trace.
+            models.Index(
+                fields=["trace_id", "-id"],
+                name="msg_trace_id",
+                condition=~models.Q(trace_id=""),
+            ),
             # With id: a time range's ids come from the index alone (queries.page).
             models.Index(fields=["received_at", "id"], name="msg_received"),
             # The queue overview counts from this index alone (an index-only scan).
@@ -87,6 +95,13 @@ class Message(models.Model):
                 fields=["lineage_id"],
                 name="msg_lineage",
                 condition=models.Q(lineage_id__isnull=False),
+            ),
+            # Returns to a job: stored since an id, with their earlier life (dlq/jobs/returns.py).
+            # Partial for the same reason.
+            models.Index(
+                fields=["id", "previous"],
+                name="msg_returned",
+                condition=models.Q(previous__isnull=False),
             ),
         ]
 

@@ -96,9 +96,17 @@ class EditIn(Schema):
                 "headers": headers, "properties": properties}  # fmt: skip
 
 
+ALLOW_DRAINED_DOC = (
+    "replay even when the route reaches a queue the console itself drains (DLQ_QUEUES): the"
+    " console would take the message straight back out, a loop; without it such a replay is"
+    " refused (400 on target, naming the queue). Audited as allow_drained"
+)
+
+
 class ReplayIn(Schema):
     target: Target = "original"
     reason: Reason
+    allow_drained: bool = Field(False, description=ALLOW_DRAINED_DOC)
 
 
 class ReasonIn(Schema):
@@ -135,6 +143,10 @@ class RouteOut(Schema):
     routing_key: str
     queues: list[str] | None = Field(description="bound queues now; null when unknown")
     warning: str | None = Field(description="unroutable, several copies, or route unknown")
+    drained: list[str] = Field(
+        description="queues of the route that the console drains itself: a replay there is"
+        " refused without allow_drained"
+    )
     note: str | None = Field(
         None, description="what the framework that failed the message means for the route"
     )

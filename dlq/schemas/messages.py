@@ -7,8 +7,11 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from dlq.messages import traces
 from dlq.messages.deaths import x_death_entries
 from dlq.messages.display import api_text
+from dlq.redrive import matching
+from dlq.schemas.policies import RedriveOut
 from dlq.schemas.values import PROPERTIES_DOC, TypedValue, api_names
 
 
@@ -41,6 +44,17 @@ class MessageOut(Schema):
     )
     group: str
     replay_count: int
+    trace_id: str = Field(
+        description="the trace it belongs to (W3C traceparent, B3, Jaeger uber-trace-id or"
+        " sentry-trace header): 16 or 32 lower-case hex digits; empty when none"
+    )
+    trace_url: str = Field(
+        description="DLQ_TRACE_URL with {trace_id} filled in; empty without either"
+    )
+
+    @staticmethod
+    def resolve_trace_url(obj) -> str:
+        return traces.link(obj.trace_id)
 
 
 class XDeathOut(Schema):
@@ -87,6 +101,13 @@ class MessageDetail(MessageOut):
         description="the earlier versions of an edited message, oldest first, each as it was"
         " before that edit (the current version is the message itself)"
     )
+    redrive: RedriveOut | None = Field(
+        description="what the redrive policy that matches it will do; null when none does"
+    )
+
+    @staticmethod
+    def resolve_redrive(obj) -> dict | None:
+        return matching.state_of(obj)
 
     @staticmethod
     def resolve_body_base64(obj) -> str:
@@ -121,6 +142,28 @@ class MessageDetail(MessageOut):
             }
             for v in obj.versions.order_by("number")
         ]
+
+
+class ExportedMessage(MessageDetail):
+    """One line of an export: the detail without `history` and `versions` (an export reads
+    whole rows a chunk at a time, never a message's lineage nor its versions)."""
+
+    history: list[HistoryEvent] = Field(default=[], exclude=True)
+    versions: list[VersionOut] = Field(default=[], exclude=True)
+    # The console's plan for the message, not the message: not exported, and not looked up.
+    redrive: RedriveOut | None = Field(default=None, exclude=True)
+
+    @staticmethod
+    def resolve_redrive(obj) -> None:
+        return None
+
+    @staticmethod
+    def resolve_history(obj) -> list[dict]:
+        return []  # resolved, not looked up on the row: a failed lookup costs a tenth of a line
+
+    @staticmethod
+    def resolve_versions(obj) -> list[dict]:
+        return []
 
 
 def _readable_body(message) -> tuple[str | None, bool]:

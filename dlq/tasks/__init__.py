@@ -4,4 +4,4 @@
 Imported here so that the worker's autodiscovery, which imports `dlq.tasks`, registers them.
 """
 
-from dlq.tasks import alerts, health, jobs, search  # noqa: F401
+from dlq.tasks import alerts, health, jobs, redrive, search  # noqa: F401

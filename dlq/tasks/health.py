@@ -1,8 +1,10 @@
 """Celery entry points for the console's own health: thin wrappers over
-dlq/health/drainers.py, dlq/messages/retention.py and dlq/messages/tallies.py."""
+dlq/health/drainers.py, dlq/messages/retention.py, dlq/messages/tallies.py and the group
+tallies of dlq/groups/worklist.py."""
 
 from celery import shared_task
 
+from dlq.groups import worklist
 from dlq.health import drainers
 from dlq.messages import retention, tallies
 from dlq.tasks.alerts import send_alert
@@ -25,5 +27,6 @@ def purge_retention() -> dict:
 
 @shared_task(name="dlq.health_tasks.fold_tallies", ignore_result=True)
 def fold_tallies() -> int:
-    """Beat: the queues' count rows summed into one per queue, so the overview reads few."""
-    return tallies.fold()
+    """Beat: the queues' and the groups' count rows summed into one per queue and per group
+    and queue, so the overview and the groups' worklist read few."""
+    return tallies.fold() + worklist.fold()

@@ -19,11 +19,14 @@ def badge(value, label=None, element_id=None):
 @register.filter
 def job_status(job) -> str:
     """A job's status in words: a job done with failed messages says so (the API's status
-    stays "done": the contract's set has no other)."""
+    stays "done": the contract's set has no other), and a waiting job that waits for its
+    operator is "paused"."""
+    if job.paused:
+        return "paused"
     return "done with failures" if job.status == "done" and job.failed else job.status
 
 
 @register.simple_tag
 def job_badge(job):
     words = job_status(job)
-    return badge(job.status if words == job.status else "done-failures", words)
+    return badge("done-failures" if words == "done with failures" else job.status, words)

@@ -10,8 +10,9 @@ register = template.Library()
 
 @register.simple_tag
 def at(value):
-    """A moment as <time>: UTC in the text and on hover; static/dlq/localtime.js rewrites
-    the text into the reader's time zone and keeps UTC in the title."""
+    """A moment as <time>, written as the filters read it back: "2025-05-01 12:00:00 UTC".
+    static/dlq/localtime.js rewrites the text into the reader's zone, with its offset
+    ("2025-05-01 17:30:00 UTC+05:30"), and keeps the UTC time on hover."""
     if value is None:
         return "–"
     utc = value.astimezone(UTC)

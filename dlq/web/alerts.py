@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import ADMIN, OPERATOR, VIEWER
 from dlq.alerts import channels, engine, mutes
+from dlq.alerts.telegram import bots
 from dlq.http import request_id
 from dlq.models import AlertAttempt, AlertChannel, AlertRule, AttemptStatus, ChannelKind, Mute
 from dlq.web.access import role_view
@@ -19,7 +20,13 @@ ATTEMPTS_PAGE = 50
 @require_safe
 @role_view(VIEWER)
 def channel_list(request):
-    rows = AlertChannel.objects.order_by("name")
+    rows = list(AlertChannel.objects.order_by("name"))
+    last = channels.last_attempts(rows)
+    problems = bots.problems(rows)
+    for channel in rows:
+        channel.last_attempt = last.get(channel.pk)
+        channel.bot_problem = problems.get(channel.pk, "")
+        channel.failing = channels.is_failing(channel, channel.last_attempt)
     return render(request, "alerts/channels.html", {"channels": rows, "kinds": ChannelKind})
 
 

@@ -1,4 +1,5 @@
-"""The audit log: filters, keyset pages, the CSV export of the API, edit diffs."""
+"""The audit log: filters, keyset pages, the CSV export of the API; each row as a sentence
+(web/sentences.py) with what it changed as a diff, the raw JSON kept behind a <details>."""
 
 import json
 
@@ -13,6 +14,7 @@ from dlq.models import Message
 from dlq.models.actions import AuditAction
 from dlq.web.access import role_view
 from dlq.web.forms.audit import parse_audit
+from dlq.web.sentences import changes, sentence
 
 
 def _pretty(value) -> str:
@@ -31,22 +33,36 @@ def diff_rows(diff: dict | None) -> list[dict]:
     return rows
 
 
-def _detail(entry) -> str:
-    """What a replay or job did (target, totals, filter), as indented JSON text."""
+def _parsed(entry):
     if not entry.detail:
-        return ""
+        return None
     try:
-        return _pretty(json.loads(entry.detail))
+        return json.loads(entry.detail)
     except ValueError:
-        return entry.detail
+        return None
+
+
+def _shown(value) -> str:
+    """A value of a diff: text as it is, anything else as JSON."""
+    return value if isinstance(value, str) else _pretty(value)
+
+
+def _change_rows(detail) -> list[dict]:
+    """A change with before and after (a replay override's) field by field."""
+    if not isinstance(detail, dict) or not {"before", "after"} <= detail.keys():
+        return []
+    return [{"field": c["field"], "before": _shown(c["before"]), "after": _shown(c["after"])}
+            for c in changes(detail["before"], detail["after"])]  # fmt: skip
 
 
 def _row(entry) -> dict:
-    diff = entry.diff
+    diff, detail = entry.diff, _parsed(entry)
     body = (diff or {}).get("body") or {}
     body_diff = body.get("unified") or ("(binary body changed)" if body else "")
-    return {"entry": entry, "changes": diff_rows(diff), "body_diff": body_diff,
-            "detail": _detail(entry)}  # fmt: skip
+    raw = _pretty(detail) if detail is not None else entry.detail
+    return {"entry": entry, "sentence": sentence(entry, detail),
+            "changes": diff_rows(diff) + _change_rows(detail), "body_diff": body_diff,
+            "raw": raw, "raw_diff": _pretty(diff) if diff else ""}  # fmt: skip
 
 
 SHOWN_IDS = 10  # message ids the page links per row (the template's slice)
@@ -67,7 +83,7 @@ def _with_queues(rows: list[dict]) -> list[dict]:
 @role_view(VIEWER)
 def audit_list(request):
     query, errors = parse_audit(request.GET)
-    context = {"errors": errors, "actions": AuditAction.values, "params": request.GET}
+    context = {"errors": errors, "actions": AuditAction.choices, "params": request.GET}
     if errors:
         return render(request, "audit/list.html", context, status=400)
     entries = audit.filter_audit(query.filters())

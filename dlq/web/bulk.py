@@ -1,7 +1,7 @@
 """The bulk review: the two steps of a bulk replay or discard.
 
 The review (GET) shows exactly what a job would touch; the confirmation (POST, with a
-reason) creates it through jobs.create_job, which freezes, validates and audits, and hands
+reason) creates it through control.create_job, which freezes, validates and audits, and hands
 it to a worker as the API does. Groups, jobs and the audit log have pages of their own.
 """
 
@@ -16,16 +16,24 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from dlq.accounts.roles import OPERATOR
-from dlq.actions import jobs, replay, routes
-from dlq.actions.errors import ActionError
+from dlq.actions import replay, routes
+from dlq.actions.errors import ActionError, DrainedRoute
 from dlq.broker import codec
 from dlq.http import request_id
+from dlq.jobs import control
 from dlq.messages.queries import filter_messages
+from dlq.messages.selections import describe
 from dlq.models import Message, Status
 from dlq.tasks import jobs as job_tasks
 from dlq.web.access import role_view
 from dlq.web.forms import bulk as bulk_forms
-from dlq.web.forms.bulk import FILTER_NAMES, ConfirmForm, Selection, parse_selection
+from dlq.web.forms.bulk import (
+    FILTER_NAMES,
+    ConfirmForm,
+    SafeReplayForm,
+    Selection,
+    parse_selection,
+)
 from dlq.web.forms.replay import destination
 
 SAMPLE = 10
@@ -71,10 +79,28 @@ def _review(selection: Selection, target) -> dict:
             None if target is None else _route_of(message, target, overrides, unreachable)
         )
     fan_out = any(len((m.route or {}).get("queues") or ()) > 1 for m in sample)
-    context = {"count": selected.count(), "sample": sample, "fan_out": fan_out}
+    drained = sorted({q for m in sample for q in (m.route or {}).get("drained") or ()})
+    count = selected.count()
+    context = {"count": count, "sample": sample, "fan_out": fan_out, "failing": _failing(sample),
+               "drained": bool(drained), "drained_queues": drained}  # fmt: skip
     if selection.ids is not None:
-        context["not_parked"] = len(selection.ids) - context["count"]
+        context["not_parked"] = len(selection.ids) - count
+        context["in_words"] = describe({"status": Status.PARKED.value}, count, chosen=True)
+    else:
+        context["in_words"] = describe({"status": Status.PARKED.value, **selection.filters}, count)
     return context
+
+
+def _failing(sample: list) -> dict | None:
+    """The sampled routes that would fail (no exchange, nothing bound, a target that does
+    not resolve): how many of the sample, and the first one's error. Confirming those needs
+    a second, explicit confirmation (ConfirmForm.replay_failing)."""
+    errors = [
+        m.route.get("error") or m.route["warning"]
+        for m in sample
+        if m.route and (m.route.get("error") or m.route.get("fails"))
+    ]
+    return {"count": len(errors), "of": len(sample), "error": errors[0]} if errors else None
 
 
 def _freeze_review(selection: Selection) -> None:
@@ -119,11 +145,14 @@ def bulk_review(request):
     # A preview keeps what was typed, without calling it wrong yet.
     confirm = ConfirmForm(request.POST) if confirming else ConfirmForm(initial=request.POST.dict())
     review = _review(selection, target)
+    safe = _safe_form(request, confirming, review["count"])
     if confirming:
-        job = _create(request, selection, target_form, confirm)
+        job, into_drained = _create(request, selection, target_form, confirm, safe,
+                                    review["failing"])  # fmt: skip
         if job is not None:
             return redirect("jobs:detail", job.pk)
-    context = {"selection": selection, "target_form": target_form, "confirm": confirm,
+        review["drained"] |= into_drained  # beyond the sample: offer the override all the same
+    context = {"selection": selection, "target_form": target_form, "confirm": confirm, "safe": safe,
                "replaying": replaying, "confirm_url": _confirm_url(selection),
                "confirm_label": _confirm_label(selection, review["count"], target),
                "back_url": _back_url(request.GET), **review}  # fmt: skip
@@ -132,23 +161,44 @@ def bulk_review(request):
     return render(request, template, context, status=400 if bad else 200)
 
 
-def _create(request, selection, target_form, confirm):
-    """The job, queued for a worker once committed; None with the errors on the forms."""
+def _safe_form(request, confirming: bool, count: int) -> SafeReplayForm:
+    """The safe-replay fields: as posted with the confirmation, else their defaults for
+    this many messages (a preview keeps what was typed), with the line saying why."""
+    initial, why = bulk_forms.safe_defaults(count, request.GET)
+    if confirming:
+        safe = SafeReplayForm(request.POST, prefix="safe")
+    else:
+        safe = SafeReplayForm(initial={**initial, **request.POST.dict()}, prefix="safe")
+    safe.why = why
+    return safe
+
+
+def _create(request, selection, target_form, confirm, safe, failing):
+    """The job, queued for a worker once committed; None with the errors on the forms (and
+    whether it was refused for a route into a drained queue). Sampled routes that fail need
+    the second confirmation: a job to a missing exchange would only fail message by message."""
     replaying = selection.action == "replay"
-    if not confirm.is_valid() or (replaying and not target_form.is_valid()):
-        return None
+    if not confirm.is_valid() or (replaying and not (target_form.is_valid() and safe.is_valid())):
+        return None, False
+    if replaying and failing and not confirm.cleaned_data["replay_failing"]:
+        confirm.add_error("replay_failing", f"{failing['count']} of the {failing['of']} sampled"
+                          " routes fail: confirm that you replay anyway, or choose another"
+                          " target")  # fmt: skip
+        return None, False
+    target = target_form.target_value() if replaying else "original"
     try:
-        job = jobs.create_job(
+        job = control.create_job(
             request.user, selection.action, ids=selection.ids, filters=selection.filters,
-            target=target_form.target_value() if replaying else "original",
-            rate_per_s=confirm.cleaned_data["rate_per_s"],
+            target=target, rate_per_s=confirm.cleaned_data["rate_per_s"],
             reason=confirm.cleaned_data["reason"], request_id=request_id(request),
+            allow_drained=replaying and target_form.allows_drained(),
+            **(control.safety(target, safe.given()) if replaying else {}),
         )  # fmt: skip
     except ActionError as e:
         for name, problems in e.errors.items():
             for problem in problems:
                 confirm.add_error(None, f"{name}: {problem}")
-        return None
+        return None, isinstance(e, DrainedRoute)
     transaction.on_commit(lambda: job_tasks.start(job))
     messages.success(request, f"Job {job.pk} created: {job.action} of {job.total} messages.")
-    return job
+    return job, False

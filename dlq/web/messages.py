@@ -12,10 +12,12 @@ from dlq.accounts.roles import OPERATOR, VIEWER, has_role
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.broker import codec
-from dlq.messages import display, history, queries, symfony
+from dlq.messages import display, history, queries, symfony, traces
 from dlq.messages.groups import group_name
 from dlq.models import DrainedQueue, Message, Status
+from dlq.redrive import matching
 from dlq.web.access import role_view
+from dlq.web.forms import header_rows
 from dlq.web.forms.messages import (
     PAGE_SIZE,
     EditForm,
@@ -24,6 +26,7 @@ from dlq.web.forms.messages import (
     filter_values,
     parse_list_query,
 )
+from dlq.web.forms.replay import TargetForm
 
 COUNT_CAP = 10_000  # counting stops here: an exact count of a million rows costs seconds
 
@@ -39,9 +42,11 @@ def message_list(request):
     given = {name: value for name, value in values.items() if value}
     context = {
         "rows": rows,
+        "filters": filters,
         "errors": errors,
         "values": values,
         "given": given,
+        "filtered": any(name != "tz" for name in given),  # tz only says how times are read
         "query": urlencode(given),
         "next_query": urlencode({**given, "cursor": next_cursor}) if next_cursor else "",
         "paged": bool(cursor),
@@ -92,7 +97,9 @@ def detail_context(request, message: Message, **forms) -> dict:
         "trace": _trace(message.exception_stacktrace),
         "symfony": symfony.read(message.headers, bytes(message.body)),
         "group_name": group_name(message),
+        "trace_url": traces.link(message.trace_id),
         "history": history.with_diffs(message.history),
+        "redrive": matching.row_of(message),
         "open_form": next(iter(forms), None),
     }
     context["versions"] = _versions(message, forms, has_role(request.user, OPERATOR))
@@ -138,6 +145,9 @@ def _action_forms(message: Message, bound: dict) -> dict:
     if message.status == Status.PARKED:
         return {
             "edit_form": bound.get("edit_form") or EditForm(message),
+            # Where "Save and replay" sends the edited message.
+            "after_form": bound.get("after_form") or TargetForm(prefix="after"),
+            "row_types": header_rows.ROW_TYPES,
             "replay_form": bound.get("replay_form") or ReplayForm(),
             "discard_form": bound.get("discard_form") or ReasonForm(prefix="discard"),
         }
@@ -159,9 +169,11 @@ def message_raw(request, pk: int):
 @require_safe
 @role_view(VIEWER)
 def route_preview(request, pk: int):
-    """Where a replay to the chosen target would go now (loaded into the replay form)."""
+    """Where a replay to the chosen target would go now (loaded into the replay form, and
+    into the edit form's "replay after saving", whose fields are named after-...)."""
     message = get_object_or_404(Message, pk=pk)
-    form = ReplayForm(request.GET, preview=True)
+    prefix = "after" if "after-target" in request.GET else "replay"
+    form = ReplayForm(request.GET, preview=True, prefix=prefix)
     context = {"form": form, "preview": None, "problem": None}
     if form.is_valid():
         try:

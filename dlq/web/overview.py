@@ -1,4 +1,5 @@
-"""The overview page: queues, arrivals, drainers, running jobs and recent actions."""
+"""The overview page: whether anyone gets paged, queues, arrivals, drainers, running jobs and
+recent actions."""
 
 from datetime import timedelta
 
@@ -8,10 +9,11 @@ from django.views.decorators.http import require_safe
 
 from dlq import audit
 from dlq.accounts.roles import VIEWER
-from dlq.actions import jobs
-from dlq.health import drainers
+from dlq.alerts import channels
+from dlq.groups import summary
+from dlq.health import drained, drainers
 from dlq.health.queues import queue_overview
-from dlq.messages import groups
+from dlq.jobs import control
 from dlq.messages.arrivals import arrivals_by_queue, hourly_arrivals
 from dlq.web import charts
 from dlq.web.access import role_view
@@ -33,9 +35,11 @@ def overview(request):
     context = {
         "queues": _queues_with_arrivals(now),
         "chart": charts.arrivals_chart(buckets, series),
-        "groups": groups.failure_groups(now - timedelta(days=1), limit=5),
-        "jobs": jobs.active_jobs(),
+        "groups": summary.failure_groups(now - timedelta(days=1), limit=5),
+        "jobs": control.active_jobs(),
         "audit": audit.recent_audit(),
+        "paging": channels.paging(),
         **drainers.overview_context(now),
+        **drained.context(),
     }
     return render(request, "overview.html", context)

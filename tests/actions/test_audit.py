@@ -7,8 +7,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from dlq import audit
-from dlq.actions import jobs
 from dlq.actions import message as message_actions
+from dlq.jobs import control
 from dlq.models.actions import AuditEntry
 from tests.factories import make_messages, make_user
 
@@ -49,12 +49,12 @@ def test_it_writes_exactly_one_row_per_action(top):
     assert '"outcome": "confirmed"' in replay_row.detail
 
     before = _last_id()
-    job = jobs.create_job(user, "discard", ids=[b.pk, c.pk], reason="bulk junk")
+    job = control.create_job(user, "discard", ids=[b.pk, c.pk], reason="bulk junk")
     (row,) = _new_rows(before)
     assert (row.action, row.job_id, row.reason, row.message_ids) == ("job_create", job.pk,
                                                                       "bulk junk", [])  # fmt: skip
     before = _last_id()
-    jobs.cancel_job(job.pk, "system")
+    control.cancel_job(job.pk, "system")
     (row,) = _new_rows(before)
     assert (row.action, row.job_id, row.actor_id, row.actor_name) == ("job_cancel", job.pk,
                                                                       None, "system")  # fmt: skip

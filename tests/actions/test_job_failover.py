@@ -5,7 +5,7 @@ DLQ_BROKER_URL lists two nodes: node 1 is a TCP proxy in front of the broker
 thousands of messages through node 1; the proxy is SIGKILLed mid-job, dropping the
 publisher's connection with a batch in flight. The job must end `done` through node 2,
 every message in the target queue, the only possible duplicates the batch in flight
-(dlq/actions/job_run.py, README "Bulk jobs"), and without waiting to be resumed as a job
+(dlq/jobs/running.py, README "Bulk jobs"), and without waiting to be resumed as a job
 whose worker died is (DLQ_JOB_STALE_SECONDS).
 """
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from dlq.actions import job_batch, jobs
+from dlq.jobs import batches, control
 from dlq.models.actions import Job, JobStatus
 from dlq.tasks import jobs as job_tasks
 from tests.arrivals import check_replayed
@@ -37,7 +37,7 @@ def test_a_bulk_replay_fails_over_when_its_node_dies_mid_job(
     celery_queue, work, park = top.celery_queue(), top.queue("work"), top.name("dlq")
     total = 12_000
     ids = [m.pk for m in make_messages(total, queue=park, died_in=work)]
-    job = jobs.create_job("grace", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("grace", "replay", filters={"queue": park}, target="failed_queue",
                           rate_per_s=3000, reason="node failover test")  # fmt: skip
 
     worker = Worker(celery_queue, env={"DLQ_JOB_STALE_SECONDS": str(STALE_S)})
@@ -59,7 +59,7 @@ def test_a_bulk_replay_fails_over_when_its_node_dies_mid_job(
     done = _job(job.pk)
     assert (done.done, done.failed, done.outcomes) == (total, 0, {"confirmed": total})
     # Only the batch in flight when the connection dropped may arrive twice.
-    duplicates = check_replayed(channel, work, ids, max_duplicates=job_batch.batch_size(job))
+    duplicates = check_replayed(channel, work, ids, max_duplicates=batches.batch_size(job))
     print(f"{duplicates} duplicates; done {took:.1f} s after node 1 died")
     # It moved on to node 2 at once: a job left to be resumed waits DLQ_JOB_STALE_SECONDS.
     assert took < STALE_S / 2, f"the job waited {took:.0f} s to go on"

@@ -7,8 +7,9 @@ import time
 import pytest
 from django.db import connection
 
-from dlq.actions import job_batch, job_run, jobs, replay
 from dlq.actions import message as message_actions
+from dlq.actions import replay
+from dlq.jobs import batches, control, running
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, JobStatus, Replay
 from tests.arrivals import check_replayed, close_connection, find_connection, publisher
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 class Runner(threading.Thread):
-    """job_run.run_job in a thread (its own database connection), as a worker would run it."""
+    """running.run_job in a thread (its own database connection), as a worker would run it."""
 
     def __init__(self, job_id: int, **kwargs):
         super().__init__(daemon=True)
@@ -27,7 +28,7 @@ class Runner(threading.Thread):
 
     def run(self):
         try:
-            self.result = job_run.run_job(self.job_id, **self.kwargs)
+            self.result = running.run_job(self.job_id, **self.kwargs)
         finally:
             connection.close()
 
@@ -38,7 +39,7 @@ def _replay_job(top, count: int, **fields) -> tuple[str, str, Job]:
     work = top.queue("work")
     park = top.name("dlq")
     make_messages(count, queue=park, died_in=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           **fields)  # fmt: skip
     return work, park, job
 
@@ -66,7 +67,7 @@ def test_it_replays_20000_messages_by_a_frozen_filter_at_the_rate_asked(channel,
     total, rate = 20_000, 5000
     make_messages(total, queue=park, died_in=work)
     make_messages(3, queue=top.name("other.dlq"), died_in=work)  # outside the filter
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           rate_per_s=rate, reason="consumer fixed")  # fmt: skip
     late = make_messages(5, queue=park, died_in=work)  # stored after the filter was frozen
     assert job.total == total
@@ -107,9 +108,9 @@ def test_it_discards_by_ids_and_skips_what_is_no_longer_parked(channel, top):
     message_actions.replay_one(ms[1].pk, "failed_queue", "frank", "already replayed")
     ids = [m.pk for m in ms] + [10**12]  # an unknown id is not part of the job
 
-    job = jobs.create_job("frank", "discard", ids=ids, reason="cleanup")
+    job = control.create_job("frank", "discard", ids=ids, reason="cleanup")
     assert job.total == 6
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (4, 2, {"discarded": 4, "skipped": 2})
@@ -125,9 +126,9 @@ def test_it_replays_by_ids_and_skips_what_is_not_parked(channel, top):
     message_actions.discard(ms[0].pk, "frank", "junk")
     message_actions.replay_one(ms[1].pk, "failed_queue", "frank", "single")
 
-    job = jobs.create_job("frank", "replay", ids=[m.pk for m in ms], target="failed_queue",
+    job = control.create_job("frank", "replay", ids=[m.pk for m in ms], target="failed_queue",
                           reason="the rest")  # fmt: skip
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (3, 2, {"confirmed": 3, "skipped": 2})
@@ -147,8 +148,8 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     unknown = make_messages(1, queue=park, exchange="", routing_key="")  # no destination known
     Message.objects.filter(pk=unknown[0].pk).update(original_routing_keys_json="[]")
 
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, reason="mixed")
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    job = control.create_job("frank", "replay", filters={"queue": park}, reason="mixed")
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (3, 3)
@@ -159,7 +160,7 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     assert JobItem.objects.get(job=job, message=unknown[0]).outcome == "error"
     # The job's page says why they failed, grouped by error, also for one that could not be
     # published at all.
-    failures = jobs.failures_by_error(job)
+    failures = control.failures_by_error(job)
     assert [(f["outcome"], f["count"], f["message_ids"]) for f in failures] == [
         ("unroutable", 2, [m.pk for m in unroutable]),
         ("error", 1, [unknown[0].pk]),
@@ -167,7 +168,7 @@ def test_it_records_each_messages_own_outcome_in_a_job(channel, top):
     assert failures[0]["error"].startswith("no queue bound: 312 NO_ROUTE")
     assert failures[1]["error"].startswith("the original destination is unknown")
     JobItem.objects.filter(job=job).update(detail="")  # as jobs of 0.5 and before kept them
-    assert jobs.failures_by_error(job)[0]["error"] == failures[0]["error"]  # the replay's
+    assert control.failures_by_error(job)[0]["error"] == failures[0]["error"]  # the replay's
     assert {m.pk for m in good} == set(
         Message.objects.filter(status=Status.REPLAYED).values_list("id", flat=True)
     )
@@ -181,7 +182,7 @@ def test_it_draws_each_replay_id_when_the_selection_is_frozen(channel, top):
     assert len(set(drawn.values())) == 5
     assert all(re.fullmatch("[0-9a-f]{32}", rid) for rid in drawn.values())
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
     assert dict(Replay.objects.filter(job=job).values_list("message_id", "replay_id")) == drawn
     wait_depth(channel, work, 5)
     sent = set()
@@ -195,7 +196,7 @@ def test_it_replays_a_job_frozen_before_replay_ids_were_drawn_at_the_freeze(chan
     """Jobs created by 0.7 and before have items without replay ids: the claim draws them."""
     work, park, job = _replay_job(top, 3, reason="old job")
     JobItem.objects.filter(job=job).update(replay_id="")
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
     confirmed = Replay.objects.filter(job=job, outcome="confirmed")
     rids = list(confirmed.values_list("replay_id", flat=True))
     assert len(set(rids)) == 3 and all(len(r) == 32 for r in rids)
@@ -213,7 +214,7 @@ def test_it_cancels_a_running_job_keeping_what_was_done(channel, top):
     while _progress(job.pk) < 1000:
         assert time.monotonic() < deadline and runner.is_alive()
         time.sleep(0.02)
-    jobs.cancel_job(job.pk, "frank")
+    control.cancel_job(job.pk, "frank")
     runner.join(timeout=20)
 
     assert runner.result == JobStatus.CANCELLED
@@ -228,34 +229,34 @@ def test_it_cancels_a_running_job_keeping_what_was_done(channel, top):
     time.sleep(0.2)
     assert depth(channel, work) == job.done
     with pytest.raises(message_actions.Conflict):
-        jobs.cancel_job(job.pk, "frank")
-    assert job_run.run_job(job.pk) == JobStatus.CANCELLED  # a late task does nothing
+        control.cancel_job(job.pk, "frank")
+    assert running.run_job(job.pk) == JobStatus.CANCELLED  # a late task does nothing
 
 
 def test_it_cancels_a_pending_job_at_once():
     ms = make_messages(2)
-    job = jobs.create_job("frank", "discard", ids=[m.pk for m in ms], reason="later")
+    job = control.create_job("frank", "discard", ids=[m.pk for m in ms], reason="later")
 
-    assert jobs.cancel_job(job.pk, "frank").status == JobStatus.CANCELLED
-    assert job_run.run_job(job.pk) == JobStatus.CANCELLED
+    assert control.cancel_job(job.pk, "frank").status == JobStatus.CANCELLED
+    assert running.run_job(job.pk) == JobStatus.CANCELLED
     assert set(Message.objects.values_list("status", flat=True)) == {Status.PARKED}
     with pytest.raises(message_actions.NotFound):
-        jobs.cancel_job(10**12, "frank")
+        control.cancel_job(10**12, "frank")
 
 
 def test_it_validates_a_job_field_by_field():
     with pytest.raises(message_actions.ActionError) as refused:
-        jobs.create_job("frank", "explode", ids=[], filters={}, rate_per_s=0, reason=" ")
+        control.create_job("frank", "explode", ids=[], filters={}, rate_per_s=0, reason=" ")
     assert set(refused.value.errors) == {"action", "ids", "rate_per_s", "reason"}
     with pytest.raises(message_actions.ActionError) as refused:
-        jobs.create_job("frank", "replay", ids=[1], target={"exchange": "x"}, reason="r")
+        control.create_job("frank", "replay", ids=[1], target={"exchange": "x"}, reason="r")
     assert set(refused.value.errors) == {"target"}
     for bad in ("12", [1, "2"], [True]):
         with pytest.raises(message_actions.ActionError) as refused:
-            jobs.create_job("frank", "discard", ids=bad, reason="r")
+            control.create_job("frank", "discard", ids=bad, reason="r")
         assert set(refused.value.errors) == {"ids"}
     with pytest.raises(message_actions.ActionError) as refused:
-        jobs.create_job("frank", "discard", filters=["queue"], reason="r")
+        control.create_job("frank", "discard", filters=["queue"], reason="r")
     assert set(refused.value.errors) == {"filter"}
     assert not Job.objects.exists()
 
@@ -266,23 +267,23 @@ def test_it_resumes_a_job_whose_worker_died_between_publish_and_settle(settings,
     settings.DLQ_JOB_STALE_SECONDS = 1
     work, park, job = _replay_job(top, 1500, reason="crash")
     # A first worker settles one batch, then claims and publishes a second and dies.
-    assert job_run.claim_job(job.pk)
-    publisher = job_run._publisher()
+    assert running.claim_job(job.pk)
+    publisher = running._publisher()
     try:
         limits = _limits(publisher)
-        first = job_batch.claim_next(job, 0, limits)
-        job_batch.settle_batch(job, first, publisher.publish(first.outgoing))
-        second = job_batch.claim_next(job, first.items[-1].pk, limits)
+        first = batches.claim_next(job, 0, limits)
+        batches.settle_batch(job, first, publisher.publish(first.outgoing))
+        second = batches.claim_next(job, first.items[-1].pk, limits)
         publisher.publish(second.outgoing)
         in_flight = {out.key for out in second.outgoing}  # their replay ids
     finally:
         publisher.close()
     wait_depth(channel, work, 1500)
     assert _statuses(park) == {Status.REPLAYED: 1000, Status.REPLAYING: 500}
-    assert job_run.run_job(job.pk) == "busy"  # its heartbeat is still fresh
+    assert running.run_job(job.pk) == "busy"  # its heartbeat is still fresh
     time.sleep(1.1)
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (1500, 0)
@@ -310,17 +311,17 @@ def test_a_resumed_job_decides_what_the_dead_worker_claimed_but_never_published(
     items = list(JobItem.objects.filter(job=job).order_by("id"))
     gone = items[4].message_id
     Message.objects.filter(pk=gone).update(status=Status.DISCARDED)
-    assert job_run.claim_job(job.pk)
-    publisher = job_run._publisher()
+    assert running.claim_job(job.pk)
+    publisher = running._publisher()
     try:
-        first = job_batch.claim_next(job, 0, _limits(publisher))
+        first = batches.claim_next(job, 0, _limits(publisher))
         publisher.publish(first.outgoing)  # and the worker dies before the settle
     finally:
         publisher.close()
     assert JobItem.objects.get(pk=items[4].pk).state == ItemState.PENDING
     time.sleep(1.1)
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed) == (1199, 1)
@@ -359,12 +360,12 @@ def test_it_resumes_a_job_after_losing_the_broker_connection(settings, channel, 
     assert in_flight == statuses.get(Status.REPLAYING, 0)
     time.sleep(1.1)
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (total, 0, {"confirmed": total})
     ids = list(Message.objects.filter(queue=park).values_list("id", flat=True))
-    check_replayed(channel, work, ids, max_duplicates=job_batch.batch_size(job))
+    check_replayed(channel, work, ids, max_duplicates=batches.batch_size(job))
 
 
 def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled(
@@ -372,18 +373,18 @@ def test_it_settles_what_a_dead_worker_left_in_flight_when_the_job_was_cancelled
 ):
     settings.DLQ_JOB_STALE_SECONDS = 1
     work, park, job = _replay_job(top, 2500, reason="cancel while dead")
-    assert job_run.claim_job(job.pk)
-    publisher = job_run._publisher()
+    assert running.claim_job(job.pk)
+    publisher = running._publisher()
     try:  # a worker publishes its first batch and dies before settling it
         limits = _limits(publisher)
-        first = job_batch.claim_next(job, 0, limits)
+        first = batches.claim_next(job, 0, limits)
         publisher.publish(first.outgoing)
     finally:
         publisher.close()
-    jobs.cancel_job(job.pk, "frank")
+    control.cancel_job(job.pk, "frank")
     time.sleep(1.1)
 
-    assert job_run.run_job(job.pk) == JobStatus.CANCELLED
+    assert running.run_job(job.pk) == JobStatus.CANCELLED
 
     job.refresh_from_db()
     assert (job.status, job.done) == (JobStatus.CANCELLED, 1000)
@@ -399,7 +400,7 @@ def test_it_keeps_a_slow_running_job_to_its_worker(settings, channel, top):
     settings.DLQ_JOB_STALE_SECONDS = 1
     work = top.queue("work")
     ms = make_messages(2400, queue=top.name("dlq"), died_in=work)
-    job = jobs.create_job("frank", "replay", ids=[m.pk for m in ms], target="failed_queue",
+    job = control.create_job("frank", "replay", ids=[m.pk for m in ms], target="failed_queue",
                           rate_per_s=800, reason="slow")  # fmt: skip
     runner = Runner(job.pk)
     runner.start()
@@ -407,7 +408,7 @@ def test_it_keeps_a_slow_running_job_to_its_worker(settings, channel, top):
         time.sleep(0.01)
     answers = set()
     while runner.is_alive():
-        answers.add(job_run.run_job(job.pk))  # another worker trying its luck
+        answers.add(running.run_job(job.pk))  # another worker trying its luck
         time.sleep(0.1)
     runner.join()
 

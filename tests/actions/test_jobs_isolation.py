@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dlq.actions import job_run, jobs
+from dlq.jobs import control, running
 from dlq.models import Job, Message, Status
 from tests.arrivals import check_replayed
 from tests.factories import make_messages
@@ -24,9 +24,9 @@ def test_a_message_the_broker_refuses_fails_alone(channel, top, settings):
     props = {**bad.properties, "user_id": "mallory"}
     Message.objects.filter(pk=bad.pk).update(properties_json=json.dumps(props))
 
-    job = jobs.create_job("erin", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("erin", "replay", filters={"queue": park}, target="failed_queue",
                           reason="consumer fixed")  # fmt: skip
-    assert job_run.run_job(job.pk) == "done"
+    assert running.run_job(job.pk) == "done"
 
     job = Job.objects.get(pk=job.pk)
     assert (job.done, job.failed) == (49, 1)

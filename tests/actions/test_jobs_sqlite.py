@@ -1,6 +1,6 @@
 """Bulk jobs on the embedded SQLite database (`make run`'s default): the same outcomes.
 
-PostgreSQL takes one-statement paths in dlq/actions/jobs.py; SQLite takes the ORM's. A job runs here
+PostgreSQL takes one-statement paths in dlq/jobs/control.py; SQLite takes the ORM's. A job runs here
 in a process of its own on a fresh SQLite file, as a worker would run it, against the real
 broker: every message replayed by a publisher confirm, or discarded.
 """
@@ -19,18 +19,18 @@ from django.contrib.auth import get_user_model
 from dlq.models import Message
 from dlq.models.actions import Job
 from tests.factories import make_messages
-from dlq.actions import job_run
-from dlq.actions import jobs
+from dlq.jobs import running
+from dlq.jobs import control
 
 park, other, work = os.environ["JOB_QUEUES"].split()
 get_user_model().objects.create_user("frank")
 make_messages(1200, queue=park, died_in=work)
 make_messages(30, queue=other, died_in=work)
-replay = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+replay = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                          reason="consumer fixed")
-replayed = job_run.run_job(replay.pk)
-discard = jobs.create_job("frank", "discard", filters={"queue": other}, reason="obsolete")
-discarded = job_run.run_job(discard.pk)
+replayed = running.run_job(replay.pk)
+discard = control.create_job("frank", "discard", filters={"queue": other}, reason="obsolete")
+discarded = running.run_job(discard.pk)
 print(json.dumps({
     "results": [replayed, discarded],
     "jobs": [list(Job.objects.filter(pk=pk).values_list("status", "total", "done", "failed").get())

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from dlq.actions import job_batch, jobs
+from dlq.jobs import batches, control
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, JobStatus
 from dlq.tasks import jobs as job_tasks
@@ -27,7 +27,7 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, top):
     park = top.name("dlq")
     total, rate = 20_000, 5000
     ids = [m.pk for m in make_messages(total, queue=park, died_in=work)]
-    job = jobs.create_job("grace", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("grace", "replay", filters={"queue": park}, target="failed_queue",
                           rate_per_s=rate, reason="worker crash test")  # fmt: skip
 
     first = Worker(celery_queue)
@@ -48,7 +48,7 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, top):
         assert not replayed.exclude(replays__outcome="confirmed").exists()
         in_flight = JobItem.objects.filter(job=job, state=ItemState.PUBLISHING).count()
         # The batch being settled, the one being published and the one claimed next.
-        assert in_flight <= 3 * job_batch.batch_size(job)
+        assert in_flight <= 3 * batches.batch_size(job)
 
         second = Worker(celery_queue)
         deadline = time.monotonic() + 90
@@ -64,7 +64,7 @@ def test_it_finishes_a_job_after_its_worker_is_killed(channel, top):
     done = _job(job.pk)
     assert (done.done, done.failed, done.outcomes) == (total, 0, {"confirmed": total})
     # Only the batch being settled and the one being published can arrive twice
-    # (dlq/actions/job_run.py).
-    duplicates = check_replayed(channel, work, ids, max_duplicates=2 * job_batch.batch_size(job))
+    # (dlq/jobs/running.py).
+    duplicates = check_replayed(channel, work, ids, max_duplicates=2 * batches.batch_size(job))
     print(f"killed after {killed.done} settled, {in_flight} in flight: "
           f"{total + duplicates} arrivals for {total} confirmed")  # fmt: skip

@@ -3,8 +3,9 @@ route preview reads the same from the broker's bindings before anything is sent.
 
 import pytest
 
-from dlq.actions import job_run, jobs, replay, routes
 from dlq.actions import message as message_actions
+from dlq.actions import replay, routes
+from dlq.jobs import control, running
 from dlq.models.actions import Job, Outcome, ReplayOverride
 from tests.conftest import drain_once, publish
 from tests.factories import make_message, make_messages
@@ -166,8 +167,8 @@ def test_it_follows_a_per_queue_override_of_the_original_destination(channel, to
         message_actions.replay_one(single.pk, "original", "bob", "via override").outcome
         == "confirmed"
     )
-    job = jobs.create_job("bob", "replay", ids=[m.pk for m in bulk], reason="bulk override")
-    assert job_run.run_job(job.pk) == "done"
+    job = control.create_job("bob", "replay", ids=[m.pk for m in bulk], reason="bulk override")
+    assert running.run_job(job.pk) == "done"
     wait_depth(channel, work, 3)
     assert Job.objects.get(pk=job.pk).outcomes == {"confirmed": 2}
     # A queue the pattern does not match keeps its recorded destination.

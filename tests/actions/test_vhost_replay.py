@@ -6,10 +6,11 @@ from urllib.parse import quote
 
 import pytest
 
-from dlq.actions import job_run, jobs, replay
 from dlq.actions import message as message_actions
-from dlq.broker import amqp
+from dlq.actions import replay
+from dlq.broker.publisher import ConfirmPublisher
 from dlq.drain.estate import Estate
+from dlq.jobs import control, running
 from dlq.models import Message, Status
 from dlq.models.actions import JobItem, JobStatus, Outcome, ReplayOverride
 from tests.arrivals import arrivals
@@ -133,11 +134,11 @@ def test_a_job_over_two_vhosts_lands_each_message_in_its_own(vhosts, channel, to
     ids = {a: [], b: []}
     for vhost, n in ((a, 700), (b, 600), (a, 500)):
         ids[vhost] += [m.pk for m in make_messages(n, queue=park, died_in=work, vhost=vhost)]
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="spans vhosts")  # fmt: skip
     assert job.total == 1800
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (1800, 0, {"confirmed": 1800})
@@ -162,11 +163,11 @@ def test_a_job_opens_its_vhosts_connections_before_it_locks_any_message(vhosts, 
 
     def factory(vhost):
         opened.append((vhost, connection.in_atomic_block))
-        return job_run._publisher(vhost)
+        return running._publisher(vhost)
 
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="two vhosts")  # fmt: skip
-    assert job_run.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
+    assert running.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
     assert sorted(opened) == sorted([(a, False), (b, False)])
     assert set(Message.objects.values_list("status", flat=True)) == {Status.REPLAYED}
 
@@ -191,7 +192,7 @@ def test_a_vhost_connection_dropped_while_idle_is_opened_again(
         ch.queue_declare(work)
     ids = {vhost: [m.pk for m in make_messages(n, queue=park, died_in=work, vhost=vhost)]
            for vhost, n in ((a, 4), (b, 3))}  # fmt: skip
-    published, real = [], job_run._publish
+    published, real = [], running._publish
 
     def then_b_is_dropped(job, batch, publishers):
         results = real(job, batch, publishers)
@@ -201,14 +202,14 @@ def test_a_vhost_connection_dropped_while_idle_is_opened_again(
         return results
 
     def factory(vhost):  # heartbeats of a second: the broker drops an idle one in seconds
-        return amqp.ConfirmPublisher(settings.DLQ_BROKER_URL, "idle-job", vhost=vhost,
+        return ConfirmPublisher(settings.DLQ_BROKER_URL, "idle-job", vhost=vhost,
                                      heartbeat=1)  # fmt: skip
 
-    monkeypatch.setattr(job_run, "_publish", then_b_is_dropped)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    monkeypatch.setattr(running, "_publish", then_b_is_dropped)
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           rate_per_s=4, reason="b idles")  # fmt: skip
 
-    assert job_run.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
+    assert running.run_job(job.pk, publisher_factory=factory) == JobStatus.DONE
 
     assert published == [4, 3]
     job.refresh_from_db()
@@ -230,10 +231,10 @@ def test_a_job_fails_the_messages_of_a_vhost_the_broker_refuses_and_goes_on(
     lost = [m.pk for m in make_messages(3, queue=park, died_in=work, vhost=gone)]
     kept = [m.pk for m in make_messages(4, queue=park, died_in=work, vhost=a)]
     vhosts.delete(gone)
-    job = jobs.create_job("frank", "replay", ids=lost + kept, target="failed_queue",
+    job = control.create_job("frank", "replay", ids=lost + kept, target="failed_queue",
                           reason="one vhost is gone")  # fmt: skip
 
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
 
     job.refresh_from_db()
     assert (job.done, job.failed, job.outcomes) == (4, 3, {"confirmed": 4, "error": 3})

@@ -4,7 +4,7 @@ session, and the request id every answer echoes and every audit row keeps."""
 import pytest
 from django.test import Client
 
-from dlq.actions import jobs
+from dlq.jobs import control
 from dlq.models import Message, Status
 from dlq.models.actions import AuditEntry, Job
 from tests.factories import client_for, make_message, make_user
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def targets():
     message = make_message()
-    job = jobs.create_job("ops", "discard", ids=[message.pk], reason="seed")
+    job = control.create_job("ops", "discard", ids=[message.pk], reason="seed")
     return {"id": message.pk, "job": job.pk}
 
 

@@ -170,7 +170,7 @@ def test_it_previews_the_route_of_each_target(top):
 
     assert _route(viewer, m.pk, target="failed_queue").json() == {
         "target": "failed_queue", "exchange": "", "routing_key": work,
-        "queues": [work], "warning": None, "replay_target": None, "note": None,
+        "queues": [work], "warning": None, "drained": [], "replay_target": None, "note": None,
     }  # fmt: skip
     assert _route(viewer, m.pk).json()["queues"] == [work]  # original is the default
     custom = _route(viewer, m.pk, exchange=lonely, routing_key="k").json()

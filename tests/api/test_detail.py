@@ -14,11 +14,11 @@ LIST_FIELDS = {
     "original_exchange", "original_routing_keys", "failed_queue", "death_reason", "death_count",
     "delivery_count", "first_death_at", "received_at", "size", "content_type",
     "content_encoding", "exception_type", "exception_message", "message_type", "group",
-    "replay_count",
+    "replay_count", "trace_id", "trace_url",
 }  # fmt: skip
 DETAIL_FIELDS = LIST_FIELDS | {
     "exception_stacktrace", "body_base64", "body_text", "body_truncated", "properties",
-    "headers", "x_death", "history", "versions",
+    "headers", "x_death", "history", "versions", "redrive",
 }  # fmt: skip
 TYPED = {
     "tiny": {"type": "int8", "value": -5},

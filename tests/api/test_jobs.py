@@ -1,15 +1,15 @@
 """Bulk jobs through the API: 202 and a start after commit, progress, cancel, bad input.
 
 The endpoint hands the job to dlq.jobtasks.start once the transaction commits; here a
-recorder stands in for the Celery hand-off and the test runs job_run.run_job itself, as a
+recorder stands in for the Celery hand-off and the test runs running.run_job itself, as a
 worker would (the broker and the database are real). A running job works with several
-database connections (dlq/actions/jobs.py), so the tests that run one commit (RUNS_JOBS)."""
+database connections (dlq/jobs/control.py), so the tests that run one commit (RUNS_JOBS)."""
 
 from datetime import UTC, datetime
 
 import pytest
 
-from dlq.actions import job_run
+from dlq.jobs import running
 from dlq.models import Message, Status
 from dlq.models.actions import AuditEntry, Job
 from tests.factories import client_for, make_messages, make_user
@@ -33,7 +33,7 @@ def _poll(client, job_id, until=("done", "cancelled", "failed"), tries=50) -> di
         job = client.get(f"/api/v1/jobs/{job_id}").json()
         if job["status"] in until:
             return job
-        job_run.run_job(job_id)  # the worker's turn
+        running.run_job(job_id)  # the worker's turn
     raise AssertionError(f"job {job_id} never finished: {job}")
 
 
@@ -43,7 +43,8 @@ def test_it_replays_by_filter_and_shows_progress(channel, top, operator, started
     make_messages(5, queue=park, died_in=work, exchange="", routing_key=work)
     make_messages(2, queue=top.name("elsewhere"), died_in=work)  # outside the filter
     body = {"action": "replay", "filter": {"queue": park}, "target": "failed_queue",
-            "rate_per_s": None, "reason": "consumer fixed"}  # fmt: skip
+            "rate_per_s": None, "reason": "consumer fixed",
+            "require_consumers": False}  # fmt: skip
 
     response = _create(operator, body, headers={"X-Request-ID": "bulk-1"})
 
@@ -104,7 +105,7 @@ def test_it_cancels_a_pending_job_and_then_answers_409(operator, started):
     assert response.status_code == 200
     assert response.json()["status"] == "cancelled"
     assert response.json()["cancel_requested"] is True
-    assert job_run.run_job(job_id) == "cancelled"  # a worker that comes late does nothing
+    assert running.run_job(job_id) == "cancelled"  # a worker that comes late does nothing
     assert Message.objects.filter(status=Status.PARKED).count() == 3
     again = operator.post(f"/api/v1/jobs/{job_id}/cancel")
     assert again.status_code == 409
@@ -117,7 +118,7 @@ def test_it_cancels_a_running_job_and_its_worker_stops(operator, started):
     messages = make_messages(3)
     job_id = _create(operator, {"action": "discard", "ids": [m.pk for m in messages],
                                 "reason": "bulk"}).json()["id"]  # fmt: skip
-    assert job_run.claim_job(job_id)  # a worker has taken it
+    assert running.claim_job(job_id)  # a worker has taken it
 
     response = operator.post(f"/api/v1/jobs/{job_id}/cancel")
 
@@ -125,7 +126,7 @@ def test_it_cancels_a_running_job_and_its_worker_stops(operator, started):
     assert (response.json()["status"], response.json()["cancel_requested"]) == ("running", True)
     # That worker died before its first batch; the next one settles the cancel.
     Job.objects.filter(pk=job_id).update(heartbeat_at=datetime(2000, 1, 1, tzinfo=UTC))
-    assert job_run.run_job(job_id) == "cancelled"
+    assert running.run_job(job_id) == "cancelled"
     job = operator.get(f"/api/v1/jobs/{job_id}").json()
     assert (job["status"], job["done"], job["finished_at"] is not None) == ("cancelled", 0, True)
     assert Message.objects.filter(status=Status.PARKED).count() == 3

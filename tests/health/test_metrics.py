@@ -5,9 +5,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from dlq.actions import jobs
 from dlq.actions import message as message_actions
 from dlq.alerts import channels
+from dlq.jobs import control
 from dlq.models.actions import Outcome
 from tests.alertfactory import add_channel
 from tests.conftest import drain_once, publish
@@ -50,7 +50,7 @@ def test_it_counts_drained_stored_replayed_alerted_and_job_progress(
     discarded = make_message(queue=parking)
     message_actions.discard(discarded.pk, "ops", "noise")
     channels.send_test(add_channel("slack", endpoint, name=f"{unique}-slack"))
-    job = jobs.create_job("ops", "discard", ids=[make_message(queue=parking).pk], reason="bulk")
+    job = control.create_job("ops", "discard", ids=[make_message(queue=parking).pk], reason="bulk")
 
     samples = scrape()
     assert value(samples, "dlq_messages_drained_total", vhost="/", queue=parking) == 3

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from dlq.broker import amqp, names
 from dlq.health import topology
 from dlq.models import DrainedQueue
 from tests.conftest import publish
@@ -117,6 +118,52 @@ def test_it_warns_of_each_versions_delivery_limit_rules(rabbit, channel, top, un
             channel.basic_nack(method.delivery_tag, requeue=True)
     assert channel.basic_get(lossy) == (None, None, None)  # dropped, as the warning said
     assert get(channel, safe)[2] == b"keeps failing"
+
+
+def test_it_leaves_out_what_is_fine_by_design_and_counts_it(settings, rabbit, vhosts):
+    """In a vhost of its own, so the counts are exact: parking queues (drained, known as
+    drained, or where a dead-letter exchange leads), a framework endpoint with its drained
+    _error queue, the console's Celery and ledger queues, private queues. What still warns:
+    a work queue only a TTL retry queue leads to, an endpoint with no _error queue, and
+    another application's Celery queue."""
+    v = vhosts.make("design")
+    ch = vhosts.channel(v)
+    settings.CELERY_BROKER_URL = amqp.nodes(rabbit.url, vhost=v)[0]
+    settings.CELERY_TASK_DEFAULT_QUEUE = "console-tasks"
+    ch.exchange_declare("orders.dlx", "fanout")
+    ch.exchange_declare("audit.x", "fanout")
+    declare = {
+        "orders": {"x-dead-letter-exchange": "orders.dlx"},
+        "orders.dlq": None,  # drained, by the pattern
+        "audit": {"x-dead-letter-exchange": "audit.x"},
+        "audit.held": None,  # nobody drains it, but audit's dead letters end there
+        "old.parked": None,  # drained once (the patterns changed since)
+        "pay": None,  # a work queue, although its retry queue dead-letters into it
+        "pay.retry": {"x-message-ttl": 100, "x-dead-letter-exchange": "",
+                      "x-dead-letter-routing-key": "pay"},
+        "invoices": None,  # MassTransit moves failures to invoices_error itself
+        "invoices_error": None,
+        "notifications": None,  # no _error queue: nothing catches what it drops
+        "console-tasks": None,  # the console's Celery queue...
+        "w1@host.celery.pidbox": None,
+        "celeryev.5d1f": None,
+        "dlq-drain-acks.0a1b": None,  # ...and a drainer's ledger
+        "celery": None,  # another application's Celery queue
+    }  # fmt: skip
+    for name, arguments in declare.items():
+        ch.queue_declare(name, arguments=arguments)
+    ch.queue_bind("orders.dlq", "orders.dlx")
+    ch.queue_bind("audit.held", "audit.x")
+    ch.queue_declare("", exclusive=True)  # a consumer's own, server-named
+    ch.queue_declare("reply-to", auto_delete=True)
+    now = timezone.now()
+    DrainedQueue.objects.create(vhost=v, name="old.parked", first_seen_at=now, last_seen_at=now)
+
+    escaped = names.escape_vhost(v)
+    found = topology.survey([v], drained=[f"{escaped}/*.dlq", f"{escaped}/*_error"], work=["*"])
+    assert sorted((f.queue, f.check) for f in found.findings) == [
+        ("celery", "no_dlx"), ("notifications", "no_dlx"), ("pay", "no_dlx")]  # fmt: skip
+    assert found.left_out == {"parking": 4, "framework": 1, "console": 4, "private": 2}
 
 
 def test_the_page_lists_the_warnings_for_viewers(top, unique):

@@ -108,3 +108,20 @@ def test_masstransit_and_nservicebus_types_stored_without_them_are_derived_as_on
     assert "done: 2 messages changed" in out.getvalue()
     for m in Message.objects.all():
         assert (m.message_type, m.group) == arrived[m.pk]  # the group ingest gives, too
+
+
+def test_messages_stored_before_0_12_get_the_trace_their_headers_name():
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    traced = make_message(headers={"traceparent": f"00-{trace}-00f067aa0ba902b7-01"})
+    untraced = make_message()
+    assert (traced.trace_id, untraced.trace_id) == (trace, "")
+    Message.objects.update(trace_id="")  # what 0.11 stored: no such column
+
+    out = StringIO()
+    call_command("dlq_backfill", stdout=out)
+
+    assert "done: 1 messages changed" in out.getvalue()
+    assert dict(Message.objects.values_list("pk", "trace_id")) == {
+        traced.pk: trace,
+        untraced.pk: "",
+    }

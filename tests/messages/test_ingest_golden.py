@@ -4,7 +4,7 @@ import hashlib
 import json
 from unittest import mock
 
-from dlq.messages import ingest
+from dlq.messages import ingest, traces
 from dlq.messages.ingest import build_row, legacy_dumps, legacy_fingerprint
 from tests import ROOT
 from tests.ingestcases import (
@@ -38,6 +38,7 @@ def test_every_stored_value_is_the_one_0_1_0_stored():
         got = json.loads(json.dumps(comparable(row)))  # the golden file's JSON round trip
         _as_0_4_0_derives(got, want, json.loads(row["properties_json"]))
         _as_0_5_0_groups(got, want)
+        _as_0_12_0_traces(got, want, corpus[i].properties.headers or {})
         assert got == want, f"delivery {i}"
 
 
@@ -61,6 +62,12 @@ def _as_0_5_0_groups(got: dict, want: dict) -> None:
     assert want["group"] == ["str", _group_without_vhost(got)]
     assert got["group"] != want["group"]
     want["group"] = got["group"]
+
+
+def _as_0_12_0_traces(got: dict, want: dict, headers: dict) -> None:
+    """0.12.0 adds the trace id, a column 0.1.0 did not have, read from the headers."""
+    assert "trace_id" not in want
+    assert got.pop("trace_id") == ["str", traces.trace_id(headers)]
 
 
 def _group_without_vhost(row: dict) -> str:

@@ -69,3 +69,17 @@ def test_a_huge_body_is_read_only_up_to_the_bound(monkeypatch):
     body = json.dumps({"messageType": [URN], "message": "x" * 8_000_000}).encode()
     assert message_type(body, CONTENT_TYPE, None) == URN
     assert decoded and max(decoded) <= ENVELOPE_BYTES
+
+
+def test_the_media_type_matches_as_media_types_do():
+    """Case-insensitive, with parameters: some clients send the charset in the content type."""
+    body = json.dumps({"messageType": [URN]}).encode()
+    same = [
+        "application/vnd.masstransit+json; charset=utf-8",
+        "Application/Vnd.MassTransit+JSON",
+        "application/vnd.masstransit+json ;v=1",
+    ]
+    for media_type in same:
+        assert message_type(body, media_type, None) == URN, media_type
+    for other in ("application/vnd.masstransit+jsonx", "application/json", "", None, b"x"):
+        assert message_type(body, other, None) == "", other

@@ -235,6 +235,22 @@ def test_it_disables_enables_and_deletes_a_channel(admin, slack):
     assert not AlertChannel.objects.filter(pk=slack.pk).exists()
 
 
+def test_hidden_characters_in_channel_and_rule_names_show_as_escapes(admin, slack):
+    """A name pasted with a right-to-left override must not reorder the page around it."""
+    slack.name = "team\u202eevil\x07"
+    slack.save()
+    AlertRule.objects.create(name="rule\u202e", queues="*")
+    enabled = post(admin, f"/alerts/channels/{slack.pk}/enable/", follow=True)  # flash message
+    pages = [
+        enabled,
+        admin.get("/alerts/rules/"),
+        admin.get(f"/alerts/channels/{slack.pk}/delete/"),
+    ]
+    for page in pages:
+        assert "\u202e" not in body(page) and "\x07" not in body(page)
+        assert '<span class="esc">\\u202e</span>' in body(page)
+
+
 def test_it_refuses_gets_on_action_urls(admin, slack):
     for action in ("enable", "disable", "test"):
         assert admin.get(f"/alerts/channels/{slack.pk}/{action}/").status_code == 405
@@ -396,6 +412,24 @@ def test_operators_mute_and_unmute_viewers_cannot(operator, viewer):
     )
     assert post(viewer, f"/alerts/mutes/{mute.pk}/delete/").status_code == 403
     post(operator, f"/alerts/mutes/{mute.pk}/delete/")
+    assert not Mute.objects.exists()
+
+
+def test_a_mute_until_is_read_in_the_zone_the_form_was_filled_in(operator):
+    """The form shows the browser's zone under it: 10:00 typed in Kolkata is 04:30 UTC."""
+    day = (timezone.now() + timedelta(days=2)).date().isoformat()  # mutes last 7 days at most
+    form = {"queue": "orders.dlq", "until": f"{day}T10:00", "reason": "deploy"}
+    post(operator, "/alerts/mutes/add/", {**form, "tz": "Asia/Kolkata"})
+    assert Mute.objects.get().until.isoformat() == f"{day}T04:30:00+00:00"
+
+    Mute.objects.all().delete()
+    post(operator, "/alerts/mutes/add/", form)  # no zone (no script): UTC, as the hint says
+    assert Mute.objects.get().until.isoformat() == f"{day}T10:00:00+00:00"
+
+    Mute.objects.all().delete()
+    refused = post(operator, "/alerts/mutes/add/", {**form, "tz": "Mars/Olympus"})
+    assert refused.status_code == 400
+    assert b"tz: " in refused.content and b"IANA time zone" in refused.content
     assert not Mute.objects.exists()
 
 

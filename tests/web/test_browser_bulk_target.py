@@ -48,6 +48,7 @@ def test_an_operator_replays_to_the_target_chosen_on_the_page(page, live_server,
         page.get_by_label(label).check()
         for name, value in fields.items():
             page.get_by_label(name).fill(value)
+        page.get_by_label("has a consumer").uncheck()  # the queues have none here
         page.get_by_label("Reason").fill(f"replay {target}")
         button = page.get_by_role("button", name=re.compile(rf"^Replay {N} messages"))
         expect(button).to_have_text(f"Replay {N} messages {words}")

@@ -40,7 +40,7 @@ def test_a_save_with_only_a_reason_says_no_change_and_keeps_every_byte(page, liv
     log_in(page, live_server, operator.username, PASSWORD)
 
     edit = open_edit(page, live_server, message)
-    edit.get_by_label("Reason").fill("only looking")
+    edit.get_by_label("Reason:", exact=True).fill("only looking")
     edit.get_by_role("button", name="Save edit").click()
 
     page.locator("#edit-form").get_by_text(NO_CHANGE).wait_for()
@@ -63,7 +63,7 @@ def test_a_body_with_nul_is_offered_as_base64_and_edited_so(page, live_server):
     assert "a browser's text box would change" in edit.inner_text()
     screenshot(page, "message-edit-base64")
     edit.locator("#id_edit-body").fill("AAEC/w==")  # \x00\x01\x02\xff
-    edit.get_by_label("Reason").fill("new bytes")
+    edit.get_by_label("Reason:", exact=True).fill("new bytes")
     edit.get_by_role("button", name="Save edit").click()
 
     page.get_by_text("Message edited; the previous version is kept.").wait_for()

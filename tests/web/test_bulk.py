@@ -1,6 +1,6 @@
 """The bulk review page: it shows what a job would touch (count, sample, route preview),
 refuses bad selections, targets and confirmations with clear errors (never a 500), and a
-confirmed POST creates the job through jobs.create_job and hands it to a worker."""
+confirmed POST creates the job through control.create_job and hands it to a worker."""
 
 import html
 import json
@@ -9,11 +9,11 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from dlq.actions import job_run
+from dlq.jobs import running
 from dlq.models import Message, Status
 from dlq.models.actions import AuditEntry, Job
 from tests.factories import make_messages, post
-from tests.uiops import body, review_url
+from tests.uiops import REPLAY_FAILING, body, review_url
 
 pytestmark = pytest.mark.django_db
 
@@ -21,6 +21,11 @@ pytestmark = pytest.mark.django_db
 def replay_to(target: str, **fields) -> dict:
     """The target fields of the bulk review, prefixed as the page names them."""
     return {f"replay-{k}": v for k, v in {"target": target, **fields}.items()}
+
+
+def words(text: str) -> str:
+    """The page's text as read: no tags (names may wrap at their dots: <wbr>)."""
+    return re.sub(r"<[^>]+>", "", text)
 
 
 def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
@@ -35,7 +40,10 @@ def test_it_reviews_a_group_with_count_sample_and_route(operator, top):
 
     assert response.status_code == 200
     text = body(response)
-    assert "<strong>12</strong> parked messages will be replayed" in text
+    # The selection in words, the group by its name (issue 26, point 4), not its hash.
+    assert f"Replay 12 parked messages of rejected in {work} received before " in words(text)
+    # The raw filter stays, folded away.
+    assert f"<code>group</code> = <code>{messages[0].group}</code>" in text
     assert len(re.findall(r'href="/messages/\d+/"', text)) == 10  # the sample: the newest ten
     assert f'href="/messages/{messages[-1].pk}/"' in text
     assert f'href="/messages/{messages[0].pk}/"' not in text
@@ -65,7 +73,7 @@ def test_a_discard_review_counts_only_parked_messages(operator):
     Message.objects.filter(pk=third.pk).update(status=Status.DISCARDED)
     url = review_url("discard", id=first.pk) + f"&id={second.pk}&id={third.pk}"
     text = body(operator.get(url))
-    assert "<strong>2</strong> parked messages will be discarded" in text
+    assert "Discard 2 chosen parked messages." in words(text)
     assert "1 of the chosen messages are not parked" in text
     assert "Route now" not in text and "Discard 2 messages" in text
 
@@ -129,7 +137,9 @@ def test_the_confirmation_replays_to_the_posted_target_not_the_first_loaded_one(
     confirm = html.unescape(re.search(r'action="(/bulk/review/\?[^"]+)"', review)[1])
     assert "target" not in confirm  # no copy of the first target to disagree with the radios
 
-    response = post(operator, first_loaded, {**replay_to("failed_queue"), "reason": "fixed"})
+    # (none of these routes exists on the broker: the second confirmation is ticked)
+    response = post(operator, first_loaded, {**replay_to("failed_queue"), "reason": "fixed",
+                                             **REPLAY_FAILING})  # fmt: skip
 
     assert response.status_code == 302
     job = Job.objects.get()
@@ -178,7 +188,7 @@ def test_it_requires_a_reason_and_a_sane_rate(operator, started):
 
 def test_it_refuses_to_confirm_an_empty_selection(operator, started):
     """A filter that matches nothing, or ids none of which is parked: the same refusal as
-    the API's (jobs.create_job makes it)."""
+    the API's (control.create_job makes it)."""
     replayed = make_messages(1)[0]
     Message.objects.filter(pk=replayed.pk).update(status=Status.REPLAYED)
     for selection, field in [
@@ -209,7 +219,7 @@ def test_a_confirmed_discard_creates_audits_and_starts_the_job(operator, started
     assert job.created_by.startswith("operator-")
     entry = AuditEntry.objects.get(action="job_create")
     assert entry.job_id == job.pk and entry.reason == "junk"
-    assert job_run.run_job(job.pk) == "done"
+    assert running.run_job(job.pk) == "done"
     assert Message.objects.filter(status=Status.DISCARDED).count() == 3
     page = body(operator.get(f"/jobs/{job.pk}/"))
     assert "3 of 3 settled (3 done, 0 failed)" in page and "<td>discarded</td>" in page
@@ -222,7 +232,7 @@ def test_a_confirmed_replay_keeps_the_reviewed_target_and_rate(
     url = review_url("replay", id=messages[0].pk) + f"&id={messages[1].pk}"
     target = replay_to("custom", exchange="", routing_key="some.queue")
     with django_capture_on_commit_callbacks(execute=True):
-        response = post(operator, url, {**target, "reason": "r", "rate_per_s": 5})
+        response = post(operator, url, {**target, "reason": "r", "rate_per_s": 5, **REPLAY_FAILING})
     assert response.status_code == 302
     job = Job.objects.get()
     assert (job.target, job.rate_per_s, job.total) == (
@@ -238,7 +248,7 @@ def test_a_custom_targets_exchange_is_not_read_as_a_filter(operator, started):
     target = replay_to("custom", exchange="billing", routing_key="invoice.retry")
 
     review = operator.get(f"{url}&{urlencode(target)}", headers={"HX-Request": "true"})
-    response = post(operator, url, {**target, "reason": "r"})
+    response = post(operator, url, {**target, "reason": "r", **REPLAY_FAILING})
 
     assert "Sample: the newest 3 of 3" in body(review)
     job = Job.objects.get()
@@ -254,7 +264,7 @@ def test_it_reviews_without_the_management_api(operator, settings):
 
     assert response.status_code == 200
     text = body(response)
-    assert "<strong>5</strong> parked messages will be replayed" in text
+    assert "Replay 5 parked messages in orders.dlq received before " in words(text)
     assert text.count("→ unknown") == 5
     assert text.count("route unknown: management API unreachable") == 5
     assert "Replay 5 messages" in text

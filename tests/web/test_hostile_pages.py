@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from dlq.actions import jobs
 from dlq.broker import amqp
+from dlq.jobs import control
 from dlq.models import Message
 from tests.conftest import drain_once
 from tests.factories import client_for, make_user, post
@@ -175,7 +175,21 @@ def edit_form(markup: str) -> dict:
     )
     if chosen:
         form["edit-body_format"] = chosen.group(1)
-    return form
+    return form | header_rows(markup)
+
+
+def header_rows(markup: str) -> dict:
+    """The header rows as a browser sends them: each input's value (an <input> drops CR and
+    LF), each select's chosen type; a checkbox left unchecked is not sent."""
+    inputs = r'<input type="(?:hidden|text)" name="(edit-(?:rows|h-\d+-\w+))" value="([^"]*)"'
+    rows = {
+        name: html.unescape(value).replace("\r", "").replace("\n", "")
+        for name, value in re.findall(inputs, markup)
+    }
+    for name, options in re.findall(r'<select name="(edit-h-\d+-type)"[^>]*>(.*?)</select>',
+                                    markup, re.S):  # fmt: skip
+        rows[name] = re.search(r'<option value="(\w+)" selected', options).group(1)
+    return rows
 
 
 def _exactly(m: Message) -> tuple:
@@ -203,6 +217,17 @@ def round_trip(operator, m: Message, reason: str) -> None:
                                    before[2])  # fmt: skip
     else:  # refused (a property the form cannot take, such as delivery mode 7): untouched
         assert _exactly(after) == before
+        return
+
+    # One header more as a row, the other rows and the JSON as the page shows them.
+    form = edit_form(fetch(operator, f"/messages/{m.pk}/"))
+    new = len([k for k in form if k.endswith("-was")])  # past the blank row
+    added_row = {f"edit-h-{new}-name": "dlq-test-row", f"edit-h-{new}-type": "longstr",
+                 f"edit-h-{new}-value": "y", "edit-reason": reason or "a row more"}  # fmt: skip
+    assert post(operator, url, {**form, **added_row}).status_code == 302
+    assert _exactly(Message.objects.get(pk=m.pk)) == (
+        before[0], {**before[1], "dlq-test-added": _longstr("x"), "dlq-test-row": _longstr("y")},
+        before[2])  # fmt: skip
 
 
 @given(batch=st.lists(hostile_messages, min_size=1, max_size=3), reason=spoofing_text)
@@ -212,7 +237,7 @@ def test_every_page_shows_hostile_messages_to_every_role(channel, estate, client
     rows = drained(channel, estate, batch)
     operator = make_user("operator")
     kept = reason.replace("\x00", "").strip() or "hostile"  # as the pages take a reason
-    jobs.create_job(operator, "discard", ids=[m.pk for m in rows], reason=kept)
+    control.create_job(operator, "discard", ids=[m.pk for m in rows], reason=kept)
     for m in rows:
         round_trip(clients["operator"], m, reason)
     for role, client in clients.items():

@@ -31,6 +31,7 @@ def test_a_bidi_control_is_shown_as_an_escape_not_obeyed(viewer):
     message = spoofed()
     for text in (page(viewer, "/messages/"), page(viewer, f"/messages/{message.pk}/")):
         assert "\u202e" not in text  # "exe.live" on screen
+        text = text.replace("<wbr>", "")  # the list's names may wrap at their dots
         assert '<span class="esc">\\u202e</span>evil.exe</a>' in text
 
 
@@ -44,7 +45,7 @@ def test_a_control_character_in_a_header_name_is_shown(viewer):
 def test_right_to_left_text_is_isolated(viewer):
     message = make_message(headers={"MT-Fault-ExceptionType": "שגיאה.Error"}, routing_key="abc")
     for text in (page(viewer, "/messages/"), page(viewer, f"/messages/{message.pk}/")):
-        assert "<bdi>שגיאה.Error</bdi>" in text
+        assert "<bdi>שגיאה.Error</bdi>" in text.replace("<wbr>", "")  # wraps at its dots
         assert "<code>abc</code>" in text  # text that cannot reorder its neighbours stays bare
 
 

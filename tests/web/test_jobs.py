@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dlq.actions import job_run, jobs
+from dlq.jobs import control, running
 from dlq.models.actions import JobStatus
 from tests.factories import client_for, make_messages, make_user
 from tests.uiops import body
@@ -21,9 +21,9 @@ def _job_done_with_failures(top):
     make_messages(2, queue=park, died_in=work, exchange="", routing_key=work)
     gone = make_messages(23, queue=park, died_in=top.name("gone"))
     lost = make_messages(1, queue=park, died_in="")
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="consumer fixed")  # fmt: skip
-    assert job_run.run_job(job.pk) == JobStatus.DONE
+    assert running.run_job(job.pk) == JobStatus.DONE
     job.refresh_from_db()
     assert (job.done, job.failed) == (2, 24)
     return job, gone, lost
@@ -55,9 +55,9 @@ def test_a_job_done_with_failures_says_so_and_groups_them(top, viewer):
 def test_a_job_done_without_failures_is_plainly_done(top, viewer):
     work, park = top.queue("work"), top.name("dlq")
     make_messages(3, queue=park, died_in=work, exchange="", routing_key=work)
-    job = jobs.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
+    job = control.create_job("frank", "replay", filters={"queue": park}, target="failed_queue",
                           reason="consumer fixed")  # fmt: skip
-    job_run.run_job(job.pk)
+    running.run_job(job.pk)
 
     page = body(viewer.get(f"/jobs/{job.pk}/"))
 

@@ -1,5 +1,6 @@
-"""Derive the death columns (message type, failure details, first-death time, group) again
-for stored messages, as the drainer derives them on arrival (ingest.death_columns)."""
+"""Derive the death columns (message type, failure details, first-death time, group) and
+the trace id again for stored messages, as the drainer derives them on arrival
+(ingest.death_columns, traces.trace_id)."""
 
 from django.core.management.base import BaseCommand
 
@@ -9,8 +10,8 @@ from dlq.messages import backfill
 class Command(BaseCommand):
     help = (
         "Derive again, for messages stored by an earlier version, what this version derives on"
-        " arrival (message_type, exception and failed queue, first_death_at, group). In batches;"
-        " safe to stop and re-run."
+        " arrival (message_type, exception and failed queue, first_death_at, group, trace_id)."
+        " In batches; safe to stop and re-run."
     )
 
     def add_arguments(self, parser):

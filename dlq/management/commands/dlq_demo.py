@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dlq.broker import amqp
 from dlq.management import demo
+from dlq.management.firstrun import WHAT_DLQ_QUEUES_IS, drained_lines
 
 
 class Command(BaseCommand):
@@ -43,6 +44,10 @@ class Command(BaseCommand):
             detail = ", ".join(f"{reason} {n}" for reason, n in what.items())
             self.stdout.write(f"  {queue:<32} +{count:<3} {detail}")
         self.stdout.write(
-            f"dead-lettered {total} messages in {elapsed:.1f} s; the drainer picks them up "
-            f"(DLQ_QUEUES matches *.dlq, *.dead, *.parking, *_error)"
+            f"dead-lettered {total} messages in {elapsed:.1f} s into the parking queues; the"
+            f" demo's work queues ({prefix}.orders, {prefix}.payments.retry, ...) stay the"
+            " services' own"
         )
+        self.stdout.write(WHAT_DLQ_QUEUES_IS)
+        for line in drained_lines():
+            self.stdout.write(line)

@@ -18,8 +18,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from dlq.broker import amqp
-from dlq.management.firstrun import set_up
+from dlq.management import demo_alert
+from dlq.management.firstrun import drained_lines, set_up
 from dlq.models import Message
+
+DEMO_ALERT_WAIT = 120  # seconds the drainer has to store the demo's messages
 
 
 def processes(port: int) -> dict[str, list[str]]:
@@ -49,8 +52,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, port=8000, no_demo=False, **options):
         notes = set_up()
-        if not no_demo and not Message.objects.exists():
-            self._demo()
+        self.demo_alert_by, self.demo_seen = None, 0
+        if not no_demo and not Message.objects.exists() and self._demo():
+            self.demo_alert_by = time.monotonic() + DEMO_ALERT_WAIT
+        notes += drained_lines()  # resolved before the drainer starts: what it will drain
         # Before the children start: Ctrl-C at any moment from here stops them all.
         self.stopping: list[bool] = []
         signal.signal(signal.SIGINT, lambda *_: self.stopping.append(True))
@@ -64,11 +69,29 @@ class Command(BaseCommand):
         code = self._supervise(children)
         raise SystemExit(code)
 
-    def _demo(self):
+    def _demo(self) -> bool:
         try:
             call_command("dlq_demo")
         except Exception as e:  # the console is still useful without demo data
             self.stderr.write(f"demo data skipped: {e}")
+            return False
+        return True
+
+    def _leave_demo_alert(self) -> None:
+        """The demo's sent alert (dlq/management/demo_alert.py), once the drainer has stored
+        the demo's messages: when their count has stopped growing for a turn."""
+        if self.demo_alert_by is None:
+            return
+        try:
+            stored = Message.objects.count()
+            settled, self.demo_seen = stored and stored == self.demo_seen, stored
+            if settled and demo_alert.leave_alert() is not None:
+                self.demo_alert_by = None
+        except Exception as e:  # the console is still useful without it
+            self.stderr.write(f"demo alert skipped: {e}")
+            self.demo_alert_by = None
+        if self.demo_alert_by is not None and time.monotonic() > self.demo_alert_by:
+            self.demo_alert_by = None  # the drainer stored nothing: nothing to alert about
 
     def _start(self, commands):
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -104,6 +127,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"stopping everything: {dead} exited")
                 code = 1
                 break
+            self._leave_demo_alert()
             time.sleep(0.5)
         for proc in children.values():
             if proc.poll() is None:

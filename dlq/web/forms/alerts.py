@@ -1,6 +1,9 @@
 """Forms of the alert pages. Secrets are typed in and never rendered back."""
 
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
 from django import forms
+from django.utils import timezone
 
 from dlq.alerts import mutes, patterns
 from dlq.models import AlertRule, ChannelKind, Mute
@@ -92,7 +95,11 @@ class RuleForm(forms.ModelForm):
 
 
 class MuteForm(forms.ModelForm):
+    """ "Until" is typed in the operator's zone: the page's script puts the browser's zone in
+    the hidden `tz` field and names it under the form (UTC without the script)."""
+
     reason = forms.CharField(max_length=2000, help_text="kept in the audit trail")
+    tz = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     class Meta:
         model = Mute
@@ -100,12 +107,31 @@ class MuteForm(forms.ModelForm):
         widgets = {"until": forms.DateTimeInput(attrs={"type": "datetime-local"})}
         help_texts = {
             "group": "failure group id",
-            "until": "UTC",
+            "until": "in the time zone named below",
             "queue": "QUEUE in the default vhost or VHOST/QUEUE, globs allowed",
         }
 
+    def full_clean(self):
+        # Django reads a time without an offset in the current zone: make that the operator's.
+        with timezone.override(self.zone()):
+            super().full_clean()
+
+    def zone(self) -> ZoneInfo | None:
+        """The zone the form was filled in; None (UTC, the default zone) when none or unknown."""
+        try:
+            return ZoneInfo(self.data.get("tz") or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):
+            return None
+
+    def clean_tz(self):
+        value = self.cleaned_data["tz"]
+        if value and self.zone() is None:
+            raise forms.ValidationError("must be an IANA time zone such as Europe/Berlin")
+        return value
+
     def clean(self):
         data = super().clean()
+        data.pop("tz", None)  # how "until" was read, not part of the mute
         found = mutes.problems(data.get("until"), data.get("reason", "x"),
                                data.get("queue", ""), data.get("group", ""))  # fmt: skip
         for field, problem in found.items():

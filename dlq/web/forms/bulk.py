@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django import forms
 from pydantic import ValidationError
 
-from dlq.actions.jobs import ACTIONS, MAX_IDS
+from dlq.jobs.control import ACTIONS, MAX_IDS
 from dlq.schemas.errors import pydantic_errors
 from dlq.schemas.filters import MAX_ID, MessageFilter
 from dlq.web.forms.replay import TargetForm
@@ -103,3 +103,55 @@ class ConfirmForm(forms.Form):
     )  # fmt: skip
     reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
                              help_text="kept in the audit trail")  # fmt: skip
+    # The second confirmation, asked for (and shown) only when sampled routes fail.
+    replay_failing = forms.BooleanField(required=False)
+
+
+SAFE_ABOVE = 100  # a larger selection is replayed safely (with a canary) by default
+SAFE_CANARY = 10
+
+
+def safe_defaults(count: int, query) -> tuple[dict, str]:
+    """The safe-replay fields' initial values for a review of `count` messages, and the line
+    saying why. `safe=1` in the query (the group and queue pages' "Safe replay") asks for a
+    canary whatever the count."""
+    canary = {"canary": SAFE_CANARY}
+    if query.get("safe") == "1":
+        return canary, f"Safe replay: a canary of {SAFE_CANARY} first, then more each step."
+    if count > SAFE_ABOVE:
+        return canary, (
+            f"More than {SAFE_ABOVE} messages: a canary of {SAFE_CANARY} goes first by default."
+            " Empty the canary to replay all in one step."
+        )
+    return {}, f"{SAFE_ABOVE} messages or fewer: one step by default. Set a canary to go slower."
+
+
+class SafeReplayForm(forms.Form):
+    """A replay's safe-replay fields (contract.md, "Safe bulk replay"), with its defaults
+    shown. Its fields are prefixed `safe-`. An empty canary replays everything in one step;
+    an empty max returns is 0 with a canary (nothing may come back), no limit without."""
+
+    canary = forms.IntegerField(
+        label="Canary (messages first)", min_value=1, required=False,
+        help_text="empty: all in one step",
+    )  # fmt: skip
+    ramp = forms.FloatField(
+        label="Ramp (each step this many times the last)", min_value=1.01, max_value=1000,
+        initial=2, required=False,
+    )  # fmt: skip
+    watch_seconds = forms.IntegerField(
+        label="Watch each step (seconds)", min_value=0, max_value=86_400, initial=30,
+        required=False, help_text="for returns, before the next step",
+    )  # fmt: skip
+    max_returns = forms.IntegerField(
+        label="Abort after more returns than", min_value=0, required=False,
+        help_text="empty: 0 with a canary, no limit without",
+    )  # fmt: skip
+    require_consumers = forms.BooleanField(
+        label="Wait until every queue the route reaches has a consumer", required=False,
+        initial=True,
+    )  # fmt: skip
+
+    def given(self) -> dict:
+        """What the operator set, for control.safety (an empty max returns is its default)."""
+        return {k: v for k, v in self.cleaned_data.items() if v is not None}

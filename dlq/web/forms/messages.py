@@ -13,6 +13,7 @@ from dlq.messages import display
 from dlq.schemas.errors import field_errors
 from dlq.schemas.filters import MessageFilter, MessageListQuery
 from dlq.schemas.values import PropertiesIn, TypedValue, api_names, checked_headers
+from dlq.web.forms import header_rows
 from dlq.web.forms.replay import TargetForm
 
 FILTER_NAMES = list(MessageFilter.model_fields)
@@ -75,8 +76,12 @@ class ReplayForm(TargetForm, ActionForm):
 
 
 class EditForm(ActionForm):
-    """Body, headers (typed JSON) and properties (JSON) of a parked message. Only what the
-    operator changed is sent to the edit, so an untouched field is never rewritten."""
+    """Body, headers and properties (JSON) of a parked message. Only what the operator
+    changed is sent to the edit, so an untouched field is never rewritten.
+
+    Headers come as rows of name, type and value (dlq/web/forms/header_rows.py) and as the
+    typed JSON of the API, for what rows cannot say; the page sends both (the JSON in a
+    <details>, which also serves without JavaScript), and the one that was changed counts."""
 
     prefix = "edit"
     body_too_large = False
@@ -91,9 +96,15 @@ class EditForm(ActionForm):
     properties = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False,
                                  help_text="JSON, as shown under Properties")  # fmt: skip
 
+    ROWS = "h"  # the rows' names: edit-h-0-name, edit-h-0-type, edit-h-0-value, ...
+
     def __init__(self, message, *args, **kwargs):
         self.message = message
         super().__init__(*args, initial=self.initial_for(message), **kwargs)
+        self.rows, self.json_only = header_rows.rows_of(message.headers)
+        if self.is_bound and self.has_rows():  # shown again as they were typed
+            posted = header_rows.posted_rows(self.data, self.add_prefix(self.ROWS))
+            self.rows = [row for row in posted if row.was or row.name or row.text]
         if message.size > EDIT_BODY_LIMIT:  # the page would carry it whole: edit it by the API
             del self.fields["body"], self.fields["body_format"]
             self.body_too_large = True
@@ -128,6 +139,42 @@ class EditForm(ActionForm):
             raise forms.ValidationError("must be an object of typed header values") from None
         except ActionError as e:
             raise forms.ValidationError(list(_lines(e))) from None
+
+    def json_changed(self) -> bool:
+        """Whether the typed JSON was typed in (the page shows it open again then)."""
+        if not self.is_bound:
+            return False
+        sent = self.data.get(self.add_prefix("headers"), "").replace("\r\n", "\n").strip()
+        return sent != self.initial["headers"].strip()
+
+    def has_rows(self) -> bool:
+        """Whether the POST carries header rows (the page's form always does)."""
+        return bool(self.data.get(self.add_prefix("rows")))
+
+    def clean(self):
+        data = super().clean()
+        if self.has_rows() and "headers" in data:
+            try:
+                data["headers"] = self._headers_from_rows_or_json(data["headers"])
+            except forms.ValidationError as e:
+                self.add_error("headers", e)
+        return data
+
+    def _headers_from_rows_or_json(self, from_json: dict) -> dict:
+        """The rows' headers, or the JSON's when only the JSON was changed."""
+        stored = self.message.headers
+        try:
+            from_rows = header_rows.read_rows(self.rows, stored)
+        except ActionError as e:
+            raise forms.ValidationError(list(_lines(e))) from None
+        if from_json in (stored, from_rows):
+            return from_rows
+        if from_rows == stored:
+            return from_json
+        raise forms.ValidationError(
+            "the headers were changed both in the rows and as JSON: change them one way"
+            " (the JSON with the rows as they were, or the rows with the JSON as it was)"
+        )
 
     def clean_properties(self):
         value = self._json("properties", self.cleaned_data["properties"])

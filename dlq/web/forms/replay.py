@@ -20,6 +20,12 @@ class TargetForm(forms.Form):
         max_length=255, required=False, strip=False, help_text="empty: the default exchange"
     )
     routing_key = forms.CharField(max_length=255, required=False, strip=False)
+    # Shown by the route preview only when the route reaches a queue the console drains.
+    allow_drained = forms.BooleanField(
+        required=False,
+        label="Replay into a queue the console drains anyway",
+        help_text="Only when that loop is what you want; the audit trail keeps that you chose it.",
+    )
 
     def clean(self):
         data = super().clean()
@@ -27,6 +33,9 @@ class TargetForm(forms.Form):
         if not custom and (data.get("exchange") or data.get("routing_key")):
             raise forms.ValidationError("exchange and routing key apply to a custom target only")
         return data
+
+    def allows_drained(self) -> bool:
+        return bool(self.cleaned_data.get("allow_drained"))
 
     def target_value(self) -> str | dict:
         """The target as dlq.actions takes it."""

@@ -1,13 +1,13 @@
 """A bulk job's publishers: one per vhost its messages were drained from (AMQP connections
 are per vhost, and a message is only ever published into its own vhost).
 
-The job opens them before its first claim (job_run._open_publishers: never inside a claim's
+The job opens them before its first claim (running._open_publishers: never inside a claim's
 transaction); the claim thread reads each vhost's size limits to build the messages (and
 opens one only if a vhost was missed); the publishing thread uses them, and keeps the idle
 ones alive (ready). A vhost the
 broker refuses (deleted, no permission) while it answers for others fails its messages with
 an error, and the job goes on with the rest; a broker that answers nobody interrupts the
-job, as a lost connection does (dlq/actions/job_run.py).
+job, as a lost connection does (dlq/jobs/running.py).
 """
 
 import logging
@@ -94,7 +94,9 @@ class Publishers:
 
     def limits(self, vhost: str) -> tuple[int, int]:
         """(frame_max, max message bytes) of the vhost's connection: what a message built
-        for it must fit."""
+        for it must fit. Read on the claim thread: values the publisher kept when it opened,
+        never its pika connection, which the publishing thread may be finding dead (and
+        replacing) at that moment."""
         publisher = self.get(vhost)
         return publisher.frame_max, replay.max_message_bytes(publisher.server_version)
 

@@ -3,7 +3,7 @@
 Claiming makes each parked message `replaying` and its item `publishing` with a replay id;
 settling makes a message confirmed with no return `replayed`, and puts anything else back to
 `parked`, writing the Replay rows, items, counters and outcomes. On PostgreSQL each is one
-set-based statement over arrays. The run around them is dlq/actions/job_run.py.
+set-based statement over arrays. The run around them is dlq/jobs/running.py.
 """
 
 import json
@@ -16,7 +16,8 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from dlq.actions import replay
-from dlq.actions.job_publishers import VhostRefused
+from dlq.jobs import returns
+from dlq.jobs.publishers import VhostRefused
 from dlq.models import Message, Status
 from dlq.models.actions import ItemState, Job, JobItem, Outcome, Replay
 
@@ -38,24 +39,34 @@ class Batch:
 def claim_next(job: Job, after: int, limits) -> Batch | None:
     """The next batch claimed and committed, or None when the job is finished or cancelled.
     `limits(vhost)` is (frame_max, max message bytes) of that vhost's publisher
-    (dlq/actions/job_publishers.py), or raises VhostRefused.
+    (dlq/jobs/publishers.py), or raises VhostRefused.
 
     Items a dead worker left `publishing` come first (they precede the pending ones: items
     are claimed in id order); a cancelled job still settles those, and claims nothing new.
     Once they are done, pending items are looked for from the job's first again: the dead
     worker's batches also held items that were never `publishing` (skipped, or not
     buildable), decided only by the settle it did not reach."""
-    cancelled = cancel_requested(job)
+    stopping = cancel_requested(job) or bool(returns.exceeded_lately(job))
     with transaction.atomic():
         items = []
         if job.__dict__.get("resuming", True):
-            items = _items_to_claim(job, after, ItemState.PUBLISHING)
+            items = _items_to_claim(job, after, ItemState.PUBLISHING, batch_size(job))
             job.resuming = bool(items)
             if not items:
                 after = 0
-        if not items and not cancelled:
-            items = _items_to_claim(job, after, ItemState.PENDING)
+        if not items and not stopping and (room := _room(job)):
+            items = _items_to_claim(job, after, ItemState.PENDING, room)
+            job.claimed = job.__dict__.get("claimed", 0) + len(items)
         return _claim_batch(job, items, limits) if items else None
+
+
+def _room(job: Job) -> int:
+    """How many pending items the next claim may take: a batch, or what is left of the
+    step (`step_end` items of the job claimed in all: dlq/jobs/steps.py)."""
+    step_end = job.__dict__.get("step_end")
+    if step_end is None:
+        return batch_size(job)
+    return max(0, min(batch_size(job), step_end - job.__dict__.get("claimed", 0)))
 
 
 # What a claim reads: enough to decide, resolve and build, nothing more (search_text...).
@@ -88,7 +99,7 @@ class ClaimedItem:
         self.message_id, self.message, self.outcome = message_id, message, ""
 
 
-def _items_to_claim(job: Job, after: int, state: str) -> list[ClaimedItem]:
+def _items_to_claim(job: Job, after: int, state: str, limit: int) -> list[ClaimedItem]:
     """The next items in `state` with their messages, locked (one query, in id order)."""
     q = connection.ops.quote_name
     columns = ", ".join(f"m.{q(name)}" for name in MESSAGE_FIELDS)
@@ -99,7 +110,7 @@ def _items_to_claim(job: Job, after: int, state: str) -> list[ClaimedItem]:
             f" FROM {q(JobItem._meta.db_table)} i JOIN {q(Message._meta.db_table)} m"
             " ON m.id = i.message_id WHERE i.job_id = %s AND i.state = %s AND i.id > %s"
             f" ORDER BY i.id LIMIT %s{lock}",
-            [job.pk, state, after, batch_size(job)],
+            [job.pk, state, after, limit],
         )
         rows = cursor.fetchall()
     return [ClaimedItem(*row[:4], ClaimedMessage(row[4:])) for row in rows]
@@ -118,7 +129,7 @@ def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
         if not (status == Status.PARKED or resuming):
             batch.failures[item.pk] = ("skipped", "")
             continue
-        # Drawn at the freeze (jobs.NEW_REPLAY_ID); here for jobs frozen without one.
+        # Drawn at the freeze (control.NEW_REPLAY_ID); here for jobs frozen without one.
         replay_id = item.replay_id or uuid.uuid4().hex
         try:
             route = replay.resolve(message, target, overrides)
@@ -136,15 +147,17 @@ def _claim_batch(job: Job, items: list[ClaimedItem], limits) -> Batch:
         if not resuming:
             claimed.append(message.pk)
             new_ids = new_ids or drawn
-    _mark_publishing(claimed, [i for i in items if i.pk in batch.routes], new_ids)
+    _mark_publishing(claimed, [i for i in items if i.pk in batch.routes], new_ids, job.step)
     Message.objects.filter(pk__in=released, status=Status.REPLAYING).update(status=Status.PARKED)
     return batch
 
 
-def _mark_publishing(message_ids: list[int], items: list[ClaimedItem], new_ids: bool) -> None:
-    """Messages `replaying`, items `publishing` (with the replay ids drawn by the claim, when
-    `new_ids`). One statement on PostgreSQL (bulk_update's CASE WHEN over 1000 rows took
-    seconds per batch)."""
+def _mark_publishing(
+    message_ids: list[int], items: list[ClaimedItem], new_ids: bool, step: int
+) -> None:
+    """Messages `replaying`, items `publishing` in the job's `step` (with the replay ids
+    drawn by the claim, when `new_ids`). One statement on PostgreSQL (bulk_update's CASE
+    WHEN over 1000 rows took seconds per batch)."""
     if not items:
         return
     q = connection.ops.quote_name
@@ -153,12 +166,12 @@ def _mark_publishing(message_ids: list[int], items: list[ClaimedItem], new_ids: 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             items_sql, params = (
-                f"UPDATE {item} SET state = %s WHERE id = ANY(%s::bigint[])",
-                [publishing, array(pks)],
+                f"UPDATE {item} SET state = %s, step = %s WHERE id = ANY(%s::bigint[])",
+                [publishing, step, array(pks)],
             )
             if new_ids:
                 items_sql = (
-                    f"UPDATE {item} AS i SET state = %s, replay_id = v.rid FROM"
+                    f"UPDATE {item} AS i SET state = %s, step = %s, replay_id = v.rid FROM"
                     " unnest(%s::bigint[], %s::text[]) AS v(id, rid) WHERE i.id = v.id"
                 )
                 params.append(array([i.replay_id for i in items]))
@@ -170,8 +183,8 @@ def _mark_publishing(message_ids: list[int], items: list[ClaimedItem], new_ids: 
             return
         Message.objects.filter(pk__in=message_ids).update(status=Status.REPLAYING)
         cursor.executemany(
-            f"UPDATE {item} SET state = %s, replay_id = %s WHERE id = %s",
-            [(publishing, i.replay_id, i.pk) for i in items],
+            f"UPDATE {item} SET state = %s, step = %s, replay_id = %s WHERE id = %s",
+            [(publishing, step, i.replay_id, i.pk) for i in items],
         )
 
 

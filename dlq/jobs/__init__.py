@@ -1,0 +1,1 @@
+"""Bulk jobs: creating and freezing, running in steps, batches, publishers (docs/layout.md)."""

@@ -1,0 +1,153 @@
+"""Redrive policies at the edges a user will hit (issue 28, point 7), on the real broker: a
+route that reaches no queue, a vhost the console's user may not open, a policy edited while
+its messages wait, retention purging a message a policy waits on, many vhosts. Each tick is
+run in the test's process, at a time after the messages are due, as beat would run it."""
+
+import logging
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote, urlsplit
+
+import pytest
+from django.conf import settings
+
+from dlq.actions import message as message_actions
+from dlq.messages import retention
+from dlq.models import Message, Status
+from dlq.models.actions import Replay
+from dlq.models.redrive import RedriveDue
+from dlq.redrive import policies, scheduler
+from tests.factories import client_for, make_messages, make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _policy(match: dict, **changes):
+    values = {"name": "flaky", "match": match, "target": "original", "delay_seconds": 1,
+              "backoff": 2, "max_attempts": 3, **changes}  # fmt: skip
+    return policies.save("admin", values, "a flaky downstream")
+
+
+def _later() -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=30)
+
+
+def _pages_answer(*paths: str) -> None:
+    """What a user opens about it answers, no 500: pages, and the API with a token."""
+    user = make_user("viewer")
+    page, api = client_for(user), client_for(user, token=True)
+    for path in paths:
+        client = api if path.startswith("/api/") else page
+        assert client.get(path).status_code == 200, path
+
+
+def test_a_route_to_no_queue_keeps_the_policy_waiting_and_says_why(top, caplog):
+    nowhere = top.exchange("nowhere", "direct")  # nothing bound
+    message = make_messages(1, queue=top.name("dlq"), exchange=nowhere, routing_key="k")[0]
+    policy = _policy({"queue": top.name("dlq")})
+    later = _later()
+
+    with caplog.at_level(logging.INFO, logger="dlq.redrive.scheduler"):
+        assert scheduler.run_policy(policy, later) == 0
+
+    assert f"redrive policy flaky waits: exchange {nowhere!r} routes 'k' to no queue" in caplog.text
+    assert not Replay.objects.exists()
+    assert Message.objects.get(pk=message.pk).status == Status.PARKED
+    row = RedriveDue.objects.get(message=message)
+    assert (row.attempt, row.next_at, row.exhausted) == (0, later + scheduler.GATE_RECHECK, False)
+
+
+def test_a_vhost_the_consoles_user_may_not_open_is_left_waiting(vhosts, rabbit, unique, caplog):
+    closed = vhosts.make("closed")
+    ch = vhosts.channel(closed)
+    ch.queue_declare(f"{unique}.work")
+    message = make_messages(1, queue=f"{unique}.dlq", vhost=closed, died_in=f"{unique}.work")[0]
+    # No consumer gate: the publisher's connection is what the broker refuses.
+    policy = _policy({"vhost": closed}, target="failed_queue", require_consumers=False)
+    vhosts.api("DELETE", f"/api/permissions/{quote(closed, safe='')}/"
+                         f"{urlsplit(rabbit.url).username}")  # fmt: skip
+    later = _later()
+
+    with caplog.at_level(logging.INFO, logger="dlq.redrive.scheduler"):
+        assert scheduler.run_policy(policy, later) == 0
+
+    assert f"redrive policy flaky: no connection to vhost {closed}" in caplog.text
+    assert "NOT_ALLOWED" in caplog.text
+    assert not Replay.objects.exists()
+    assert Message.objects.get(pk=message.pk).status == Status.PARKED
+    row = RedriveDue.objects.get(message=message)
+    assert (row.attempt, row.next_at) == (0, later + scheduler.GATE_RECHECK)  # no attempt spent
+    _pages_answer(
+        f"/messages/{message.pk}/",
+        "/policies/",
+        f"/api/v1/messages/{message.pk}",
+        f"/api/v1/policies/{policy.pk}",
+    )
+
+
+def test_an_edit_of_the_cap_exhausts_or_reopens_the_waiting_messages():
+    message = make_messages(1, queue="payments.dlq")[0]
+    policy = _policy({"queue": "payments.dlq"}, delay_seconds=10, max_attempts=5)
+    RedriveDue.objects.filter(message=message).update(attempt=2)  # two redrives came back
+    values = {k: v for k, v in policies.describe(policy).items() if k not in ("id", "state")}
+
+    policies.save("admin", {**values, "max_attempts": 2}, "enough", policy.pk)
+
+    row = RedriveDue.objects.get(message=message)
+    assert (row.exhausted, row.next_at) == (True, None)
+    scheduler.tick(_later())
+    assert not Replay.objects.exists()
+
+    policies.save("admin", {**values, "max_attempts": 4, "backoff": 3}, "more", policy.pk)
+
+    row = RedriveDue.objects.get(message=message)
+    assert not row.exhausted and row.attempt == 2
+    assert row.next_at == message.received_at + timedelta(seconds=10 * 3**2)
+
+
+def test_a_message_another_policy_matches_is_taken_by_it_when_the_first_lets_go():
+    message = make_messages(1, queue="payments.dlq")[0]
+    first = _policy({"queue": "payments.dlq"})
+    second = _policy({"queue": "payments.dlq"}, name="slow", delay_seconds=60)
+    assert RedriveDue.objects.get(message=message).policy_id == first.pk
+
+    values = {k: v for k, v in policies.describe(first).items() if k not in ("id", "state")}
+    policies.save("admin", {**values, "match": {"queue": "elsewhere"}}, "narrower", first.pk)
+
+    row = RedriveDue.objects.get(message=message)
+    assert row.policy_id == second.pk
+    assert row.next_at == message.received_at + timedelta(seconds=60)
+
+
+def test_retention_takes_the_due_row_with_the_message_and_the_next_tick_is_fine(top):
+    work = top.queue("work")
+    gone, kept = make_messages(2, queue=top.name("dlq"), died_in=work)
+    policy = _policy({"queue": top.name("dlq")}, target="failed_queue", require_consumers=False)
+    message_actions.discard(gone.pk, "ops", "noise")  # while the policy waits on it
+    assert RedriveDue.objects.filter(message=gone, next_at__isnull=False).exists()
+
+    days = settings.DLQ_RETENTION_DAYS + 1
+    assert retention.purge_messages(now=datetime.now(UTC) + timedelta(days=days)) == 1
+
+    assert not RedriveDue.objects.filter(message_id=gone.pk).exists()
+    assert scheduler.run_policy(policy, _later()) == 1  # the one left, and only it
+    assert [r.message_id for r in Replay.objects.all()] == [kept.pk]
+    assert Message.objects.get(pk=kept.pk).status == Status.REPLAYED
+
+
+def test_a_policy_matching_a_vhost_acts_only_in_it(vhosts, unique):
+    a, b = vhosts.make("a"), vhosts.make("b")
+    in_a, in_b = vhosts.channel(a), vhosts.channel(b)
+    work = f"{unique}.work"
+    for ch in (in_a, in_b):
+        ch.queue_declare(work)  # the same names in both vhosts
+    mine, other = (make_messages(1, queue=f"{unique}.dlq", vhost=v, died_in=work)[0]
+                   for v in (a, b))  # fmt: skip
+    policy = _policy({"vhost": a}, target="failed_queue", require_consumers=False)
+    assert list(RedriveDue.objects.values_list("message_id", flat=True)) == [mine.pk]
+
+    assert scheduler.run_policy(policy, _later()) == 1
+
+    assert Message.objects.get(pk=mine.pk).status == Status.REPLAYED
+    assert Message.objects.get(pk=other.pk).status == Status.PARKED
+    assert in_a.queue_declare(work, passive=True).method.message_count == 1
+    assert in_b.queue_declare(work, passive=True).method.message_count == 0
