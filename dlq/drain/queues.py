@@ -6,7 +6,7 @@ import logging
 import threading
 from concurrent.futures import Future
 
-from dlq.broker import amqp, mgmt
+from dlq.broker import amqp, mgmt, names
 from dlq.drain.ledger import LEDGER_PREFIX
 
 log = logging.getLogger("dlq.drain")
@@ -28,6 +28,7 @@ class Discovery:
         self.patterns, self.vhost = patterns, vhost
         self.reported_missing: set[str] = set()
         self.reported_down: set[str] = set()
+        self.reported_unstorable: set[str] = set()
         self._asking: Future | None = None
 
     def listed(self, conn) -> list[dict]:
@@ -86,7 +87,17 @@ class Discovery:
         matched = [
             q for q in listed if any(fnmatch.fnmatchcase(q["name"], p) for p in self.patterns)
         ]
-        return [q for q in matched if not self._down(q)]
+        return [q for q in matched if not self._down(q) and not self._unstorable(q["name"])]
+
+    def _unstorable(self, name: str) -> bool:
+        """A name the database cannot hold: its batches could never be stored, and the
+        writer, shared by every queue, would retry them for ever. Reported once."""
+        why = names.unstorable(name)
+        if why and name not in self.reported_unstorable:
+            log.warning("queue not drained, its messages stay in the broker",
+                        extra={"queue": ascii(name), "why": why})  # fmt: skip
+            self.reported_unstorable.add(name)
+        return bool(why)
 
     def _down(self, queue: dict) -> bool:
         """A classic queue whose node is down (the management API says "down"): a consume

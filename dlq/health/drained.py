@@ -81,7 +81,8 @@ def context() -> dict:
 
 def matched_now() -> dict[str, list[str]]:
     """What DLQ_QUEUES matches on the broker now, as the drainer resolves it: vhost -> the
-    queues it drains there (vhosts with none left out); raises mgmt.ManagementError."""
+    queues it matches there (vhosts with none left out; names.unstorable says which of them
+    it cannot drain); raises mgmt.ManagementError."""
     patterns = names.parse_all(settings.DLQ_QUEUES, amqp.vhost_of(settings.DLQ_BROKER_URL))
     vhosts = {p.vhost for p in patterns if not names.is_glob(p.vhost)}
     if any(names.is_glob(p.vhost) for p in patterns):  # against the vhosts there are

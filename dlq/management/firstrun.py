@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from console.env import raw
-from dlq.broker import mgmt
+from dlq.broker import mgmt, names
 from dlq.health import drained
 
 SHOWN = 10  # queue names listed per vhost
@@ -63,10 +63,15 @@ def drained_lines() -> list[str]:
         matched = drained.matched_now()
     except mgmt.ManagementError as e:
         return [*lines, f"  which queues it matches is unknown: {e}"]
-    for vhost, queues in matched.items():
+    for vhost, listed in matched.items():
+        queues = [q for q in listed if not names.unstorable(q)]
         more = f" and {len(queues) - SHOWN} more" if len(queues) > SHOWN else ""
-        lines.append(f"  drains in vhost {vhost}: "
-                     f"{', '.join(queues[:SHOWN])}{more}")  # fmt: skip
+        if queues:
+            lines.append(f"  drains in vhost {vhost}: "
+                         f"{', '.join(queues[:SHOWN])}{more}")  # fmt: skip
+        for queue in listed:
+            if why := names.unstorable(queue):
+                lines.append(f"  cannot drain {ascii(queue)} in vhost {vhost}: {why}")
     if not matched:
         lines.append("  no queue matches yet: one that matches later is drained within 30 s")
     return lines

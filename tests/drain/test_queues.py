@@ -224,3 +224,22 @@ def test_a_queue_deleted_while_the_listing_is_out_is_not_subscribed_again(
         drainer.stop()
         thread.join(timeout=30)
         late.close()
+
+
+def test_a_queue_whose_name_holds_nul_is_left_in_the_broker_and_the_others_drain(
+    broker, spawn, db_url, unique
+):
+    # RabbitMQ accepts the name; the database's text cannot hold it. Its batches used to be
+    # retried for ever by the writer every queue shares: nothing was stored any more.
+    nul = broker.declare(f"{unique}.nul\x00name.dlq")
+    broker.publish_many(nul, unique_bodies(3, "nul"))
+    proc = spawn([f"{unique}.*.dlq"], db_url, env=FAST_RESOLVE)
+    fine = broker.declare(f"{unique}.fine.dlq")
+    broker.publish_many(fine, unique_bodies(5, "fine"))
+
+    wait_for(lambda: row_count(fine) == 5, 30, "the other queue to drain")
+
+    assert broker.depth(nul) == 3
+    assert proc.alive()
+    [event] = proc.events("queue not drained, its messages stay in the broker")
+    assert ascii(nul) in event and "NUL character" in event

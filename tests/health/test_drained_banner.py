@@ -18,6 +18,17 @@ def test_the_banner_lists_the_queues_dlq_queues_matched_per_vhost(settings, top,
     assert lines[1:] == [f"  drains in vhost /: {a}, {b}"]
 
 
+def test_the_banner_names_a_queue_it_cannot_drain_and_why(settings, top, unique):
+    settings.DLQ_QUEUES = [f"{unique}.*.dlq"]
+    fine, nul = top.queue("fine.dlq"), top.queue("nul\x00name.dlq")
+
+    assert drained_lines()[1:] == [
+        f"  drains in vhost /: {fine}",
+        f"  cannot drain {ascii(nul)} in vhost /: its name holds a NUL character, which the"
+        " database cannot store",
+    ]
+
+
 def test_the_banner_says_when_nothing_matched_yet(settings, rabbit, unique):
     settings.DLQ_QUEUES = [f"{unique}.*.dlq"]
 
