@@ -19,6 +19,7 @@ from dlq.models.actions import ItemState, Job
 from dlq.tasks import jobs as job_tasks
 from dlq.web import charts
 from dlq.web.access import role_view
+from dlq.web.forms.replay import TARGETS
 
 PAGE = 50
 
@@ -43,6 +44,7 @@ def _progress(job: Job) -> dict:
     return {
         "job": job,
         "custom_target": job.target if isinstance(job.target, dict) else None,
+        "target_label": dict(TARGETS).get(job.target, "") if isinstance(job.target, str) else "",
         "failures": control.failures_by_error(job),
         "settled": settled,
         "percent": round(100 * settled / job.total) if job.total else 100,

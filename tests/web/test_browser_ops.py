@@ -37,7 +37,7 @@ def operator_on_messages(page, live_server):
 def wait_for_done(page, total: int) -> None:
     page.wait_for_url(re.compile(r"/jobs/\d+/$"))
     expect(page.locator("#job-progress")).to_have_attribute("value", str(total), timeout=WAIT)
-    expect(page.locator("#progress .badge")).to_have_text("done")
+    expect(page.locator("#job-status .badge")).to_have_text("done")
 
 
 def test_an_operator_replays_a_group_and_watches_it_finish(page, live_server, top, worker):
@@ -67,7 +67,7 @@ def test_an_operator_replays_a_group_and_watches_it_finish(page, live_server, to
     expect(page.get_by_role("status").first).to_contain_text("created: replay of 12 messages")
     bar = page.locator("#job-progress")
     expect(bar).to_have_attribute("value", "12", timeout=WAIT)  # polled, never reloaded
-    expect(page.locator("#progress .badge")).to_have_text("done")
+    expect(page.locator("#job-status .badge")).to_have_text("done")
     expect(page.locator("#progress")).not_to_have_attribute("hx-get", re.compile("."))
     expect(page.locator("table.outcomes")).to_contain_text("confirmed")
     screenshot(page, "ops-job-done")
@@ -98,12 +98,12 @@ def test_an_operator_cancels_a_rate_limited_job(page, live_server, top, worker):
     page.get_by_role("button", name="Replay 200 messages").click()
     page.wait_for_url(re.compile(r"/jobs/\d+/$"))
 
-    expect(page.locator("#progress .badge")).to_have_text("running", timeout=WAIT)
+    expect(page.locator("#job-status .badge")).to_have_text("running", timeout=WAIT)
     expect(page.locator("#job-progress")).not_to_have_attribute("value", "0", timeout=WAIT)
     screenshot(page, "ops-job-running")
     page.get_by_role("button", name="Cancel job").click()
 
-    expect(page.locator("#progress .badge")).to_have_text("cancelled", timeout=WAIT)
+    expect(page.locator("#job-status .badge")).to_have_text("cancelled", timeout=WAIT)
     screenshot(page, "ops-job-cancelled")
     job = Job.objects.get()
     assert job.status == JobStatus.CANCELLED and 0 < job.done < 200
@@ -125,7 +125,7 @@ def test_a_viewer_sees_no_action_button_and_a_forged_post_fails(page, live_serve
     assert page.get_by_role("link", name="Discard group…").count() == 0
     screenshot(page, "ops-groups-viewer")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
-    expect(page.locator("#progress .badge")).to_have_text("pending")
+    expect(page.locator("#job-status .badge")).to_have_text("pending")
     assert page.get_by_role("button", name="Cancel job").count() == 0
     expect(page.get_by_role("link", name="Jobs", exact=True)).to_have_attribute(
         "aria-current", "page"

@@ -78,7 +78,7 @@ def test_a_group_is_replayed_safely_in_one_click(browser, live_server, stack, wi
 
     page.wait_for_url(f"{live_server.url}/jobs/*/")
     # The canary's poisoned message comes back: more than the 0 allowed, the job stops.
-    expect(page.locator("#progress .badge")).to_have_text("aborted")
+    expect(page.locator("#job-status .badge")).to_have_text("aborted")
     expect(page.locator("#job-steps")).to_contain_text("Step 1 (a canary of 10")
     expect(page.locator("#job-detail")).to_contain_text(
         f"aborted: 1 replayed message came back (1 from {stack['work']})"

@@ -70,7 +70,7 @@ def test_an_operator_confirms_twice_then_resumes_the_paused_job(
     top.ch.queue_bind(into, exchange, "pay")
     page.get_by_role("button", name="Resume job").click()
     expect(page.locator("#progress")).to_contain_text("3 done, 5 failed", timeout=WAIT)
-    expect(page.locator("#progress .badge").first).to_have_text("done with failures")
+    expect(page.locator("#job-status .badge")).to_have_text("done with failures")
     page.reload()
     expect(page.get_by_role("button", name="Retry the 5 failed")).to_be_visible()
     screenshot(page, "job-done-retry")

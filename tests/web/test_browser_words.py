@@ -55,7 +55,7 @@ def test_a_group_keeps_its_name_from_the_groups_page_to_the_audit(page, live_ser
     page.wait_for_url(re.compile(r"/jobs/\d+/$"))
     job_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
     expect(page.locator(".selection-words")).to_contain_text(f"6 parked messages of {NAME}")
-    expect(page.locator("#progress .badge")).to_have_text("done", timeout=WAIT)
+    expect(page.locator("#job-status .badge")).to_have_text("done", timeout=WAIT)
     screenshot(page, "words-job")
 
     page.get_by_role("link", name="This job in the audit log").click()

@@ -36,6 +36,8 @@ def test_a_job_done_with_failures_says_so_and_groups_them(top, viewer):
 
     assert '<span class="badge badge-done-failures">done with failures</span>' in page
     assert '<span class="badge badge-done">' not in page
+    # The target in the words of the button that started it.
+    assert "<dt>Target</dt><dd>The queue where it failed</dd>" in page
     assert "26 of 26 settled (2 done, 24 failed)" in page
     assert re.search(r'class="bar-done" width="7\.69"', page)  # 2 of 26
     assert re.search(r'class="bar-failed" x="7\.69" width="92\.31"', page)  # 24 of 26
