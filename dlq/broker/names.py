@@ -21,11 +21,12 @@ class PatternError(ValueError):
     """A pattern that names nothing: an empty part or a bad escape."""
 
 
-def unstorable(queue: str) -> str:
-    """Why the console cannot drain a queue of this name ("" when it can): the database's
-    text holds no NUL, and a message is stored under its queue's name. RabbitMQ accepts
-    such a name; its messages stay in the broker, and the other queues are drained."""
-    if "\x00" in queue:
+def unstorable(name: str) -> str:
+    """Why the console cannot drain a queue (or vhost) of this name ("" when it can): the
+    database's text holds no NUL, and a message is stored under its queue's and vhost's
+    names. RabbitMQ accepts such a name; its messages stay in the broker, and the other
+    queues are drained."""
+    if "\x00" in name:
         return "its name holds a NUL character, which the database cannot store"
     return ""
 

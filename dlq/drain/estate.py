@@ -42,6 +42,7 @@ class Estate:
         self.drainers: dict[str, tuple[Drainer, threading.Thread]] = {}
         self.codes: dict[str, int] = {}
         self.known_vhosts: list[str] | None = None  # as last listed by the management API
+        self.reported_unstorable: set[str] = set()
         self.tune_threads = tune_threads or (lambda vhosts: None)
         self.baton = Baton()
         self.writer = Writer(
@@ -93,7 +94,17 @@ class Estate:
             for vhost in self.known_vhosts or list(self.drainers):
                 if any(p.matches_vhost(vhost) for p in globs):
                     wanted.add(vhost)
-        return sorted(wanted)
+        return sorted(v for v in wanted if not self._unstorable(v))
+
+    def _unstorable(self, vhost: str) -> bool:
+        """A vhost name the database cannot hold (dlq/drain/queues.py says why a queue's
+        cannot be either): left out, reported once."""
+        why = names.unstorable(vhost)
+        if why and vhost not in self.reported_unstorable:
+            log.warning("vhost not drained, its messages stay in the broker",
+                        extra={"vhost": ascii(vhost), "why": why})  # fmt: skip
+            self.reported_unstorable.add(vhost)
+        return bool(why)
 
     def _patterns_in(self, vhost: str) -> list[str]:
         return [p.queue for p in self.patterns if p.matches_vhost(vhost)]

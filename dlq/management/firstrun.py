@@ -64,6 +64,9 @@ def drained_lines() -> list[str]:
     except mgmt.ManagementError as e:
         return [*lines, f"  which queues it matches is unknown: {e}"]
     for vhost, listed in matched.items():
+        if why := names.unstorable(vhost):
+            lines.append(f"  cannot drain vhost {ascii(vhost)}: {why}")
+            continue
         queues = [q for q in listed if not names.unstorable(q)]
         more = f" and {len(queues) - SHOWN} more" if len(queues) > SHOWN else ""
         if queues:

@@ -73,6 +73,24 @@ def test_a_vhost_it_cannot_read_does_not_stop_the_others(vhosts, spawn, db_url, 
     assert proc.stop(signal.SIGTERM) == 0, proc.log()[-3000:]
 
 
+def test_a_vhost_whose_name_holds_nul_is_left_alone_and_the_others_drain(
+    vhosts, spawn, db_url, unique
+):
+    # As a queue's (tests/drain/test_queues.py): the database cannot hold the name.
+    nul, fine = vhosts.make("nul\x00vh"), vhosts.make("fine")
+    park(vhosts, nul, "x.dlq", [b"stays"])
+    park(vhosts, fine, "x.dlq", [b"one"])
+
+    proc = spawn([f"{unique}-*/x.dlq"], db_url, env=FAST_RESOLVE)
+    wait_for(lambda: stored(fine, "x.dlq") == [b"one"], 60, "the other vhost")
+
+    [event] = proc.events("vhost not drained, its messages stay in the broker")
+    assert ascii(nul) in event and "NUL character" in event
+    assert vhosts.channel(nul).queue_declare("x.dlq", passive=True).method.message_count == 1
+    assert proc.alive()
+    assert proc.stop(signal.SIGTERM) == 0, proc.log()[-3000:]
+
+
 def test_once_drains_a_literal_vhost_and_queue(vhosts, db_url, unique):
     a = vhosts.make("a")
     park(vhosts, a, "one.dlq", [b"x", b"y"])

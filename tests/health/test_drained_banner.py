@@ -29,6 +29,19 @@ def test_the_banner_names_a_queue_it_cannot_drain_and_why(settings, top, unique)
     ]
 
 
+def test_the_banner_names_a_vhost_it_cannot_drain_and_why(settings, vhosts, unique):
+    nul, fine = vhosts.make("nul\x00vh"), vhosts.make("fine")
+    for vhost in (nul, fine):
+        vhosts.channel(vhost).queue_declare("x.dlq")
+    settings.DLQ_QUEUES = [f"{unique}-*/x.dlq"]
+
+    assert sorted(drained_lines()[1:]) == [
+        f"  cannot drain vhost {ascii(nul)}: its name holds a NUL character, which the"
+        " database cannot store",
+        f"  drains in vhost {fine}: x.dlq",
+    ]
+
+
 def test_the_banner_says_when_nothing_matched_yet(settings, rabbit, unique):
     settings.DLQ_QUEUES = [f"{unique}.*.dlq"]
 
