@@ -17,7 +17,7 @@ from django.db import transaction
 from dlq import audit
 from dlq.actions import changes, replay, routes
 from dlq.actions.errors import ActionError, Conflict, NotFound
-from dlq.broker import amqp, codec
+from dlq.broker import amqp
 from dlq.broker.publisher import ConfirmPublisher
 from dlq.messages import search
 from dlq.messages.ingest import search_text
@@ -199,7 +199,7 @@ def drained_on_route(message: Message, target, allow: bool) -> list[str]:
         route = replay.resolve(message, target)
     except replay.ReplayError:
         return []
-    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    headers = routes.headers_of(message)
     found = routes.preview(message.vhost, route, headers)
     return routes.refuse_drained({(message.vhost, q) for q in found["drained"]}, allow)
 

@@ -5,7 +5,7 @@ from django.conf import settings
 
 from dlq.actions.errors import DrainedRoute
 from dlq.actions.replay import Route
-from dlq.broker import amqp, mgmt, names
+from dlq.broker import amqp, codec, mgmt, names
 
 MAX_HOPS = 5  # exchange-to-exchange bindings followed at most this deep
 
@@ -44,37 +44,82 @@ def _binding_matches(kind: str, binding: dict, key: str, headers: dict) -> bool:
     return binding.get("routing_key", "") == key  # direct and unknown plugin types
 
 
-def _walk(vhost, exchange, key, headers, hops, queues: set, seen: set) -> bool:
+class Lookup:
+    """The management API's answers about a vhost's exchanges, each asked once: the messages
+    of a step walk the same exchanges, each with its own headers. `saw_headers`: a walk
+    went through a headers exchange, so where a message goes depends on its headers."""
+
+    def __init__(self, vhost: str):
+        self.vhost, self.saw_headers = vhost, False
+        self._exchanges: dict[str, dict | None] = {}
+        self._bindings: dict[str, list] = {}
+
+    def exchange(self, name: str) -> dict | None:
+        if name not in self._exchanges:
+            self._exchanges[name] = mgmt.get_exchange(self.vhost, name)
+        return self._exchanges[name]
+
+    def bindings(self, name: str) -> list:
+        if name not in self._bindings:
+            self._bindings[name] = mgmt.exchange_bindings(self.vhost, name)
+        return self._bindings[name]
+
+
+def _walk(lookup: Lookup, exchange, key, headers, hops, queues: set, seen: set) -> bool:
     """Add the queues `exchange` routes `key` to; False if the exchange does not exist."""
     if exchange in seen or hops > MAX_HOPS:
         return True
     seen.add(exchange)
-    info = mgmt.get_exchange(vhost, exchange)
+    info = lookup.exchange(exchange)
     if info is None:
         return False
-    for binding in mgmt.exchange_bindings(vhost, exchange):
-        if not _binding_matches(info.get("type", "direct"), binding, key, headers):
+    kind = info.get("type", "direct")
+    lookup.saw_headers |= kind == "headers"
+    for binding in lookup.bindings(exchange):
+        if not _binding_matches(kind, binding, key, headers):
             continue
         if binding.get("destination_type") == "queue":
             queues.add(binding["destination"])
         else:
-            _walk(vhost, binding["destination"], key, headers, hops + 1, queues, seen)
+            _walk(lookup, binding["destination"], key, headers, hops + 1, queues, seen)
     alternate = (info.get("arguments") or {}).get("alternate-exchange")
     if not queues and alternate:
-        _walk(vhost, alternate, key, headers, hops + 1, queues, seen)
+        _walk(lookup, alternate, key, headers, hops + 1, queues, seen)
     return True
 
 
-def reach(vhost: str, route: Route, plain_headers: dict) -> set[str] | None:
-    """The queues a replay on `route` reaches now, None when its exchange does not exist
-    (raises mgmt.ManagementError when the broker cannot tell)."""
+def reach(vhost: str, route: Route, plain_headers: dict, lookup: Lookup | None = None):
+    """The queues (a set) a replay on `route` reaches now, None when its exchange does not
+    exist (raises mgmt.ManagementError when the broker cannot tell)."""
     if route.exchange == "":
         found = mgmt.get_queue(vhost, route.routing_key) is not None
         return {route.routing_key} if found else set()
     queues: set[str] = set()
-    if not _walk(vhost, route.exchange, route.routing_key, plain_headers, 0, queues, set()):
+    lookup = lookup or Lookup(vhost)
+    if not _walk(lookup, route.exchange, route.routing_key, plain_headers, 0, queues, set()):
         return None
     return queues
+
+
+def reach_each(vhost: str, route: Route, headers) -> tuple[set[str] | None, bool]:
+    """The queues the messages taking `route` reach now, and whether one of them reaches
+    none. `headers()` gives each message's plain headers, asked for only when the route
+    passes a headers exchange (there each message may go elsewhere; without it, the route
+    alone decides). None for the queues when the exchange does not exist."""
+    lookup = Lookup(vhost)
+    queues = reach(vhost, route, {}, lookup)
+    if queues is None or not lookup.saw_headers:
+        return queues, not queues
+    found, stranded, asked = set(), False, False
+    for plain in headers():
+        each = reach(vhost, route, plain, lookup) or set()
+        found, stranded, asked = found | each, stranded or not each, True
+    return (found, stranded) if asked else (queues, not queues)
+
+
+def headers_of(message) -> dict:
+    """The message's headers as routing reads them (a headers exchange's bindings)."""
+    return {key: codec.plain(value) for key, value in message.headers.items()}
 
 
 def preview(vhost: str, route: Route, plain_headers: dict) -> dict:

@@ -14,7 +14,6 @@ from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
 from dlq.actions.errors import ActionError
 from dlq.api.base import ACTION_ERRORS, ERRORS, needs
-from dlq.broker import codec
 from dlq.http import request_id
 from dlq.messages import queries
 from dlq.models import Message
@@ -181,7 +180,7 @@ def route_preview(request, id: int, params: Query[RouteQuery]):
         route = replay.resolve(message, params.chosen())
     except replay.ReplayError as e:
         raise ActionError({"target": [str(e)]}) from None
-    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    headers = routes.headers_of(message)
     found = routes.preview(message.vhost, route, headers)
     override = replay.override_for(message) if route.target == "original" else None
     return {

@@ -14,7 +14,6 @@ from django.db.models.functions import Coalesce, NullIf
 from dlq import audit
 from dlq.actions import replay, routes
 from dlq.actions.errors import ActionError, Conflict, NotFound
-from dlq.broker import codec
 from dlq.messages.queries import filter_messages
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, ItemState, Job, JobItem, JobStatus, Replay
@@ -168,7 +167,7 @@ def _drained_routes(selection, target, allow: bool) -> list[str]:
             route = replay.resolve(message, target, overrides)
         except replay.ReplayError:
             continue  # the job records it per message, as before
-        headers = {key: codec.plain(value) for key, value in message.headers.items()}
+        headers = routes.headers_of(message)
         found = routes.preview(message.vhost, route, headers)
         reached |= {(message.vhost, queue) for queue in found["drained"]}
     return routes.refuse_drained(reached, allow)

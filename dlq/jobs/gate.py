@@ -27,30 +27,38 @@ def closed(job: Job, size: int) -> str:
     """Why the next `size` messages of the job may not be published yet ("" when they may)."""
     checked: dict[tuple, str] = {}
     overrides = replay.load_overrides()
-    for vhost, route in _routes(job, size, overrides):
+    step = job.items.filter(state=ItemState.PENDING).order_by("id").values("message_id")[:size]
+    for source, route in _routes(step, job.target, overrides):
+        vhost = source["vhost"]
         if vhost not in checked:
             checked[vhost] = refused(vhost)
             if checked[vhost]:
                 return checked[vhost]
         if (vhost, route) not in checked:
-            checked[vhost, route] = reached(vhost, route)
+            checked[vhost, route] = reached(vhost, route, lambda s=source: _headers(step, s))
             if checked[vhost, route]:
                 return checked[vhost, route]
     return ""
 
 
-def _routes(job: Job, size: int, overrides):
-    """(vhost, route) of each distinct source among the step's messages; one that cannot
-    be resolved fails at its claim, as it would without the gate."""
-    step = job.items.filter(state=ItemState.PENDING).order_by("id").values("message_id")[:size]
-    sources = Message.objects.filter(pk__in=Subquery(step)).values_list(*ROUTE_FIELDS).distinct()
-    for values in sources:
-        message = SimpleNamespace(**dict(zip(ROUTE_FIELDS, values, strict=True)))
+def _routes(step, target, overrides):
+    """(source, route) of each distinct source among the step's messages (its ROUTE_FIELDS);
+    one that cannot be resolved fails at its claim, as it would without the gate."""
+    sources = Message.objects.filter(pk__in=Subquery(step)).values(*ROUTE_FIELDS).distinct()
+    for source in sources:
+        message = SimpleNamespace(**source)
         message.original_routing_keys = json.loads(message.original_routing_keys_json)
         try:
-            yield message.vhost, replay.resolve(message, job.target, overrides)
+            yield source, replay.resolve(message, target, overrides)
         except replay.ReplayError:
             continue
+
+
+def _headers(step, source: dict):
+    """The plain headers of the step's messages from `source`, each distinct set once."""
+    found = Message.objects.filter(pk__in=Subquery(step), **source)
+    for text in found.values_list("headers_json", flat=True).distinct():
+        yield routes.headers_of(SimpleNamespace(headers=json.loads(text)))
 
 
 def refused(vhost: str) -> str:
@@ -66,18 +74,21 @@ def refused(vhost: str) -> str:
     return ""
 
 
-def reached(vhost: str, route: replay.Route) -> str:
+def reached(vhost: str, route: replay.Route, headers=tuple) -> str:
     """Why a replay along `route` may not be published now ("" when it may); the redrive
-    scheduler asks it per route too (dlq/redrive/scheduler.py)."""
+    scheduler asks it per route too (dlq/redrive/scheduler.py). `headers()` gives the
+    plain headers of the messages taking it: through a headers exchange each may go to
+    queues of its own, and one that reaches none would be published into the void."""
     where = "" if vhost == "/" else f" in vhost {vhost!r}"
     try:
-        queues = routes.reach(vhost, route, {})
+        queues, stranded = routes.reach_each(vhost, route, headers)
         if queues is None:
             return f"exchange {route.exchange!r} does not exist{where}: {NOTHING}"
-        if not queues:
+        if stranded:
+            which = "for the headers of some messages " if queues else ""
             return (
-                f"exchange {route.exchange or '(default)'!r} routes {route.routing_key!r} to no"
-                f" queue{where}: {NOTHING}"
+                f"exchange {route.exchange or '(default)'!r} routes {route.routing_key!r}"
+                f" {which}to no queue{where}: {NOTHING}"
             )
         for name in sorted(queues):
             if not (mgmt.get_queue(vhost, name) or {}).get("consumers"):

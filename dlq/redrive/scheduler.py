@@ -90,16 +90,22 @@ def _gated(policy, vhost: str, batch: list, now: datetime) -> list:
     the message's redrives (exhausted, so alerted: a person decides), as a manual replay is
     refused there: the console would take it straight back, a loop. With the consumer gate,
     a route with no consumer waits."""
-    overrides, verdicts, open_ = replay.load_overrides(), {}, []
+    overrides, taking, open_ = replay.load_overrides(), defaultdict(list), []
+    routed = []
     for row, message in batch:
         try:
             route = replay.resolve(message, policy.target, overrides)
         except replay.ReplayError:
             open_.append((row, message))  # its claim fails, and says why
             continue
-        if route not in verdicts:
-            verdicts[route] = _verdict(policy, vhost, route)
+        taking[route].append(message)
+        routed.append((row, message, route))
+    verdicts = {route: _verdict(policy, vhost, route, messages)
+                for route, messages in taking.items()}  # fmt: skip
+    for row, message, route in routed:
         into_drained, closed = verdicts[route]
+        if into_drained and len(taking[route]) > 1:  # a headers exchange: each its own way
+            into_drained = _into_drained(vhost, route, [message])
         if into_drained:
             log.warning("redrive policy %s gives up on message %s: %s", policy.name,
                         message.pk, into_drained)  # fmt: skip
@@ -112,15 +118,25 @@ def _gated(policy, vhost: str, batch: list, now: datetime) -> list:
     return open_
 
 
-def _verdict(policy, vhost: str, route) -> tuple[str, str]:
-    """(why the route is refused for good, why it must wait now); "" where neither."""
+def _verdict(policy, vhost: str, route, messages: list) -> tuple[str, str]:
+    """(why the route is refused for good, why it must wait now); "" where neither. Through
+    a headers exchange, `messages` (those taking the route) decide where it goes."""
+    into_drained = _into_drained(vhost, route, messages)
+    if into_drained:
+        return into_drained, ""
+    if not policy.require_consumers:
+        return "", ""
+    return "", gate.reached(vhost, route, lambda: map(routes.headers_of, messages))
+
+
+def _into_drained(vhost: str, route, messages: list) -> str:
+    """Why `messages` may not take `route` ever: it reaches a queue the console drains."""
     try:
-        drained = routes.drained(vhost, routes.reach(vhost, route, {}) or ())
+        reached, _ = routes.reach_each(vhost, route, lambda: map(routes.headers_of, messages))
     except mgmt.ManagementError:
-        drained = []  # unknown: the gate (if on) waits; a manual replay would publish too
-    if drained:
-        return f"the route reaches {', '.join(drained)}, which the console drains", ""
-    return "", gate.reached(vhost, route) if policy.require_consumers else ""
+        return ""  # unknown: the gate (if on) waits; a manual replay would publish too
+    drained = routes.drained(vhost, reached or ())
+    return f"the route reaches {', '.join(drained)}, which the console drains" if drained else ""
 
 
 def _replay(policy: RedrivePolicy, vhost: str, batch: list, now: datetime) -> int:

@@ -18,7 +18,6 @@ from django.views.decorators.http import require_http_methods
 from dlq.accounts.roles import OPERATOR
 from dlq.actions import replay, routes
 from dlq.actions.errors import ActionError, DrainedRoute
-from dlq.broker import codec
 from dlq.http import request_id
 from dlq.jobs import control
 from dlq.messages.queries import filter_messages
@@ -62,7 +61,7 @@ def _route_of(message: Message, target, overrides, unreachable: dict) -> dict:
     if unreachable:
         return {"exchange": route.exchange, "routing_key": route.routing_key, "queues": None,
                 "warning": unreachable["warning"]}  # fmt: skip
-    headers = {key: codec.plain(value) for key, value in message.headers.items()}
+    headers = routes.headers_of(message)
     preview = routes.preview(message.vhost, route, headers)
     if preview["queues"] is None:
         unreachable["warning"] = preview["warning"]

@@ -11,7 +11,6 @@ from django.views.decorators.http import require_safe
 from dlq.accounts.roles import OPERATOR, VIEWER, has_role
 from dlq.actions import message as message_actions
 from dlq.actions import replay, routes
-from dlq.broker import codec
 from dlq.messages import display, history, queries, symfony, traces
 from dlq.messages.groups import group_name
 from dlq.models import DrainedQueue, Message, Status
@@ -181,7 +180,7 @@ def route_preview(request, pk: int):
         except replay.ReplayError as e:
             context["problem"] = str(e)
         else:
-            headers = {key: codec.plain(value) for key, value in message.headers.items()}
+            headers = routes.headers_of(message)
             context["preview"] = routes.preview(message.vhost, route, headers)
             context["note"] = replay.route_note(message, route)
             if route.target == "original":

@@ -111,3 +111,45 @@ def test_a_selection_across_two_vhosts_is_gated_in_each_ones_own(vhosts, unique)
     )
     assert not Replay.objects.filter(job=job).exists()
     assert in_a.queue_declare(work, passive=True).method.message_count == 0
+
+
+def _by_region(top) -> tuple[str, str]:
+    """A headers exchange routing `region: eu` to a work queue, and nothing else anywhere."""
+    exchange, eu = top.exchange("by-region", "headers"), top.queue("eu")
+    top.ch.queue_bind(eu, exchange, arguments={"x-match": "all", "region": "eu"})
+    return exchange, eu
+
+
+def test_a_headers_exchange_is_gated_by_where_each_messages_headers_take_it(top, rabbit):
+    # The gate used to walk the bindings with no headers: "routes to no queue", for ever.
+    exchange, eu = _by_region(top)
+    _consumed(top.ch, "/", eu)
+    messages = make_messages(2, queue=top.name("dlq"), exchange=exchange, routing_key="k",
+                             died_in=eu, headers={"region": "eu"})  # fmt: skip
+    job = _safe_job(messages)
+
+    assert running.run_job(job.pk) == JobStatus.DONE, Job.objects.get(pk=job.pk).status_detail
+
+    outcomes = Replay.objects.filter(job=job).values_list("outcome", flat=True)
+    assert sorted(outcomes) == ["confirmed", "confirmed"]
+
+
+def test_a_headers_exchange_that_takes_some_messages_nowhere_keeps_the_job_waiting(top, rabbit):
+    exchange, eu = _by_region(top)
+    _consumed(top.ch, "/", eu)
+    messages = [
+        *make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="k",
+                       died_in=eu, headers={"region": "eu"}),
+        *make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="k",
+                       died_in=eu, headers={"region": "us"}),
+    ]  # fmt: skip
+    job = _safe_job(messages)
+
+    assert running.run_job(job.pk) == JobStatus.WAITING
+
+    job.refresh_from_db()
+    assert job.status_detail == (
+        f"exchange {exchange!r} routes 'k' for the headers of some messages to no queue:"
+        " nothing would receive the replay"
+    )
+    assert not Replay.objects.filter(job=job).exists()

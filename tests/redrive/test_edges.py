@@ -57,6 +57,28 @@ def test_a_route_to_no_queue_keeps_the_policy_waiting_and_says_why(top, caplog):
     assert (row.attempt, row.next_at, row.exhausted) == (0, later + scheduler.GATE_RECHECK, False)
 
 
+def test_a_headers_exchange_is_followed_with_each_messages_headers(top, settings, caplog):
+    # With no headers the walk found no queue: the policy published into the drained one.
+    exchange = top.exchange("by-region", "headers")
+    parked, other = top.queue("eu.dlq"), top.queue("us")
+    top.ch.queue_bind(parked, exchange, arguments={"x-match": "all", "region": "eu"})
+    top.ch.queue_bind(other, exchange, arguments={"x-match": "all", "region": "us"})
+    settings.DLQ_QUEUES = [top.name("*.dlq")]
+    loops, goes = (make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="",
+                                 headers={"region": region})[0]
+                   for region in ("eu", "us"))  # fmt: skip
+    policy = _policy({"queue": top.name("dlq")})
+
+    with caplog.at_level(logging.WARNING, logger="dlq.redrive.scheduler"):
+        assert scheduler.run_policy(policy, _later()) == 1
+
+    assert f"gives up on message {loops.pk}: the route reaches {parked}" in caplog.text
+    assert RedriveDue.objects.get(message=loops).exhausted
+    assert Message.objects.get(pk=loops.pk).status == Status.PARKED
+    assert Message.objects.get(pk=goes.pk).status == Status.REPLAYED
+    assert top.ch.queue_declare(other, passive=True).method.message_count == 1
+
+
 def test_a_vhost_the_consoles_user_may_not_open_is_left_waiting(vhosts, rabbit, unique, caplog):
     closed = vhosts.make("closed")
     ch = vhosts.channel(closed)
