@@ -72,7 +72,10 @@ def resume_job(request, id: int):
 def retry_failed(request, id: int, payload: RetryIn):
     """A new replay job of exactly the messages that failed in this one (operator), to the
     same target with the same settings and new replay ids; answers 202 with the new job. 409
-    while the job still runs (a paused one is fine) or when nothing failed."""
-    job = control.retry_failed(id, request.auth, payload.reason, request_id(request))
+    while the job still runs (a paused one is fine) or when nothing failed; 400 on `target`
+    when the route reaches a queue the console drains, unless `allow_drained`."""
+    job = control.retry_failed(
+        id, request.auth, payload.reason, request_id(request), allow_drained=payload.allow_drained
+    )
     transaction.on_commit(lambda: job_tasks.start(job))
     return Status(202, job)

@@ -245,7 +245,9 @@ def resume_job(job_id: int, actor, request_id: str = "") -> Job:
     return job
 
 
-def retry_failed(job_id: int, actor, reason: str, request_id: str = "") -> Job:
+def retry_failed(
+    job_id: int, actor, reason: str, request_id: str = "", allow_drained: bool = False
+) -> Job:
     """A new replay job of exactly the messages that failed in job `job_id` (their replay
     put them back to `parked`), to the same target, at the same rate and with the same
     safe-replay settings; the caller starts it. For a finished job or a paused one (409
@@ -255,7 +257,9 @@ def retry_failed(job_id: int, actor, reason: str, request_id: str = "") -> Job:
     rules publish again with the *same* id only what a job left `publishing`, whose fate is
     unknown, within that job. A failed item was settled: the broker's answer is recorded on
     its Replay row (refused, returned, or cut off and said so), and the operator decided to
-    replay it again, as one replays a parked message by hand: a new replay, its own id."""
+    replay it again, as one replays a parked message by hand: a new replay, its own id.
+    A route into a queue the console drains needs `allow_drained` again: whoever retries
+    decides that loop anew, as the first job's creator did."""
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         raise NotFound(f"job {job_id} does not exist")
@@ -266,9 +270,10 @@ def retry_failed(job_id: int, actor, reason: str, request_id: str = "") -> Job:
     ids = list(failed.values_list("message_id", flat=True)[: MAX_IDS + 1])
     if not ids:
         raise Conflict(f"job {job_id} has no failed messages")
+    safety = {name: getattr(job, name) for name in SAFETY}
     return create_job(actor, "replay", ids=ids, target=job.target, rate_per_s=job.rate_per_s,
                       reason=reason, request_id=request_id, retry_of=job.pk,
-                      **{name: getattr(job, name) for name in SAFETY})  # fmt: skip
+                      allow_drained=allow_drained, **safety)  # fmt: skip
 
 
 # --- reading jobs ---------------------------------------------------------------------------

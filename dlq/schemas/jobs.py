@@ -125,3 +125,4 @@ class JobOut(Schema):
 
 class RetryIn(Schema):
     reason: Reason
+    allow_drained: bool = Field(False, description=ALLOW_DRAINED_DOC)

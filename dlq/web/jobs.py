@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from dlq.accounts.roles import OPERATOR, VIEWER
-from dlq.actions.errors import ActionError
+from dlq.actions.errors import ActionError, DrainedRoute
 from dlq.http import request_id
 from dlq.jobs import control, steps
 from dlq.messages import queries
@@ -120,13 +120,15 @@ def job_retry_failed(request, pk):
     """A new job of the failed messages, with the reason given (the page again, 400, without
     one)."""
     job = get_object_or_404(Job, pk=pk)
+    allow = request.POST.get("allow_drained") == "on"
     try:
         retry = control.retry_failed(job.pk, request.user, request.POST.get("reason", ""),
-                                     request_id(request))  # fmt: skip
+                                     request_id(request), allow_drained=allow)  # fmt: skip
     except ActionError as e:
         problems = [p for ps in e.errors.values() for p in ps]
         context = {**_progress(job), "retry_errors": problems,
-                   "retry_reason": request.POST.get("reason", "")}  # fmt: skip
+                   "retry_reason": request.POST.get("reason", ""),
+                   "retry_drained": isinstance(e, DrainedRoute)}  # fmt: skip
         return render(request, "jobs/detail.html", context, status=e.status)
     transaction.on_commit(lambda: job_tasks.start(retry))
     messages.success(request, f"Job {retry.pk} created: a replay of the {retry.total} failed"

@@ -2,6 +2,7 @@
 the console's user may not open, a message a redrive policy holds, a selection across two
 vhosts. The turns are run in the test's process, as a worker would run them."""
 
+import json
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -11,9 +12,10 @@ from dlq.broker import mgmt
 from dlq.broker.publisher import ConfirmPublisher
 from dlq.jobs import control, running
 from dlq.models import Message, Status
-from dlq.models.actions import Job, JobStatus, Replay
+from dlq.models.actions import AuditAction, AuditEntry, Job, JobStatus, Replay
+from dlq.tasks import jobs as job_tasks
 from tests.drainproc import wait_for
-from tests.factories import client_for, make_messages, make_user
+from tests.factories import client_for, make_messages, make_user, post
 from tests.topology import depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -153,3 +155,40 @@ def test_a_headers_exchange_that_takes_some_messages_nowhere_keeps_the_job_waiti
         " nothing would receive the replay"
     )
     assert not Replay.objects.filter(job=job).exists()
+
+
+def test_a_retry_into_a_drained_queue_needs_its_own_allow_drained(top, settings, monkeypatch):
+    settings.DLQ_QUEUES = [top.name("*.dlq")]
+    exchange = top.name("payments")  # not there yet: the job's replays fail
+    messages = make_messages(2, queue=top.name("a.dlq"), exchange=exchange, routing_key="k",
+                             died_in=top.name("work"))  # fmt: skip
+    job = control.create_job("grace", "replay", ids=[m.pk for m in messages], target="original",
+                             reason="fix deployed")  # fmt: skip
+    running.run_job(job.pk)
+    assert Job.objects.get(pk=job.pk).failed == 2
+    # Made since, and bound to a queue the console drains: a retry would loop.
+    top.exchange("payments")
+    top.ch.queue_bind(top.queue("loop.dlq"), exchange, "k")
+    started = []
+    monkeypatch.setattr(job_tasks, "start", started.append)
+    api = client_for(make_user("operator"), token=True)
+    path = f"/api/v1/jobs/{job.pk}/retry-failed"
+
+    refused = api.post(path, {"reason": "again"}, content_type="application/json")
+    allowed = api.post(path, {"reason": "again, into it", "allow_drained": True},
+                       content_type="application/json")  # fmt: skip
+
+    assert refused.status_code == 400
+    assert "which the console itself drains" in refused.json()["errors"]["target"][0]
+    assert allowed.status_code == 202, allowed.content
+    assert [j.pk for j in started] == [allowed.json()["id"]]
+    created = AuditEntry.objects.get(action=AuditAction.JOB_CREATE, job_id=allowed.json()["id"])
+    assert json.loads(created.detail)["allow_drained"] == [top.name("loop.dlq")]
+
+    # The page: refused, it offers the override; ticked, the retry is made.
+    page = client_for(make_user("operator"))
+    form = f"/jobs/{job.pk}/retry-failed/"
+    offered = post(page, form, {"reason": "again"})
+    assert offered.status_code == 400 and 'name="allow_drained"' in offered.content.decode()
+    assert post(page, form, {"reason": "again", "allow_drained": "on"}).status_code == 302
+    assert len(started) == 2
