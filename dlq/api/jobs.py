@@ -53,8 +53,8 @@ def get_job(request, id: int):
 @router.post("/{id}/cancel", response={200: JobOut, **ACTION_ERRORS}, auth=needs(OPERATOR))
 def cancel_job(request, id: int):
     """Stop a job (operator); what was done stays done. A pending or waiting job is
-    cancelled at once, a running one when its current batch is settled. 409 when it has
-    already finished."""
+    cancelled at once, a running one when its current batch is settled. A job already
+    stopped (cancelled, aborted, failed) is answered unchanged; 409 for a done one."""
     return control.cancel_job(id, request.auth, request_id(request))
 
 

@@ -211,12 +211,17 @@ def _job_detail(job: Job, ids) -> dict:
 
 
 def cancel_job(job_id: int, actor, request_id: str = "") -> Job:
+    """Stop a job; what was done stays done. The contract: cancel works in every state but
+    `done` (409). A job already stopped (cancelled, aborted, failed) is answered as it is,
+    unchanged and not audited again: a second click, or two operators at once, is no error."""
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             raise NotFound(f"job {job_id} does not exist")
+        if job.status == JobStatus.DONE:
+            raise Conflict(f"job {job_id} is done; it cannot be cancelled")
         if job.status in FINISHED:
-            raise Conflict(f"job {job_id} is {job.status}; it cannot be cancelled")
+            return job
         job.cancel_requested = True
         # A waiting job has nothing in flight (a step's batches are settled before it
         # waits) and no worker: it ends now; a turn looking at it meanwhile stops there.

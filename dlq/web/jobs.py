@@ -92,11 +92,13 @@ def job_detail(request, pk):
 def job_cancel(request, pk):
     job = get_object_or_404(Job, pk=pk)
     try:
-        control.cancel_job(job.pk, request.user, request_id(request))
+        stopped = job.status in control.FINISHED
+        job = control.cancel_job(job.pk, request.user, request_id(request))
     except ActionError as e:
         messages.error(request, "; ".join(p for ps in e.errors.values() for p in ps))
     else:
-        messages.success(request, f"Job {job.pk}: cancel requested.")
+        messages.success(request, f"Job {job.pk} is {job.status} already: nothing to stop."
+                         if stopped else f"Job {job.pk}: cancel requested.")  # fmt: skip
     return redirect("jobs:detail", job.pk)
 
 

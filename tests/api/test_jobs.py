@@ -95,7 +95,7 @@ def test_it_freezes_a_filter_at_creation(operator, started):
     assert Message.objects.filter(queue="frozen.dlq", status=Status.PARKED).count() == 3
 
 
-def test_it_cancels_a_pending_job_and_then_answers_409(operator, started):
+def test_it_cancels_a_pending_job_and_a_second_cancel_changes_nothing(operator, started):
     messages = make_messages(3)
     body = {"action": "discard", "ids": [m.pk for m in messages], "reason": "bulk"}
     job_id = _create(operator, body).json()["id"]
@@ -107,9 +107,10 @@ def test_it_cancels_a_pending_job_and_then_answers_409(operator, started):
     assert response.json()["cancel_requested"] is True
     assert running.run_job(job_id) == "cancelled"  # a worker that comes late does nothing
     assert Message.objects.filter(status=Status.PARKED).count() == 3
-    again = operator.post(f"/api/v1/jobs/{job_id}/cancel")
-    assert again.status_code == 409
-    assert again.json() == {"detail": f"job {job_id} is cancelled; it cannot be cancelled"}
+    again = operator.post(f"/api/v1/jobs/{job_id}/cancel")  # a second click: no error
+    assert again.status_code == 200
+    assert (again.json()["status"], again.json()["finished_at"]) == (
+        "cancelled", response.json()["finished_at"])  # fmt: skip
     assert AuditEntry.objects.filter(action="job_cancel", job_id=job_id).count() == 1
 
 
@@ -140,6 +141,20 @@ def test_it_answers_409_to_a_cancel_of_a_finished_job(operator, started):
     response = operator.post(f"/api/v1/jobs/{job_id}/cancel")
     assert response.status_code == 409
     assert response.json() == {"detail": f"job {job_id} is done; it cannot be cancelled"}
+
+
+@pytest.mark.parametrize("stopped", ["aborted", "failed"])
+def test_a_cancel_of_a_stopped_job_answers_it_unchanged(operator, started, stopped):
+    job_id = _create(operator, {"action": "discard", "ids": [make_messages(1)[0].pk],
+                                "reason": "r"}).json()["id"]  # fmt: skip
+    Job.objects.filter(pk=job_id).update(status=stopped, status_detail="why it stopped")
+
+    response = operator.post(f"/api/v1/jobs/{job_id}/cancel")
+
+    assert response.status_code == 200
+    assert (response.json()["status"], response.json()["status_detail"]) == (
+        stopped, "why it stopped")  # fmt: skip
+    assert not AuditEntry.objects.filter(action="job_cancel", job_id=job_id).exists()
 
 
 def test_it_answers_404_to_an_unknown_job(operator):

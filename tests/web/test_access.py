@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from dlq.models import Message, Status
-from dlq.models.actions import Job, JobStatus
+from dlq.models.actions import AuditEntry, Job, JobStatus
 from tests.factories import client_for, make_messages, make_user, post
 from tests.uiops import a_job, body, review_url
 
@@ -88,7 +88,8 @@ def test_an_operator_cancels_a_pending_job_once(job):
     job.refresh_from_db()
     assert (job.status, job.cancel_requested) == (JobStatus.CANCELLED, True)
     again = post(operator, f"/jobs/{job.pk}/cancel/", follow=True)
-    assert f"job {job.pk} is cancelled; it cannot be cancelled" in body(again)
+    assert f"Job {job.pk} is cancelled already: nothing to stop." in body(again)
+    assert AuditEntry.objects.filter(action="job_cancel", job_id=job.pk).count() == 1
     assert operator.get(f"/jobs/{job.pk}/cancel/").status_code == 405
 
 
