@@ -158,8 +158,15 @@ def row_of(message: Message) -> RedriveDue | None:
 
 def state_of(message: Message) -> dict | None:
     """The message detail's `redrive`: null unless a policy matches it."""
-    row = row_of(message)
-    if row is None:
-        return None
+    row = RedriveDue.objects.filter(message_id=message.pk).first()
+    return None if row is None else _state(row)
+
+
+def states_of(ids: list[int]) -> dict[int, dict]:
+    """state_of for many messages in one query (an export's chunk): id -> state."""
+    return {row.message_id: _state(row) for row in RedriveDue.objects.filter(message_id__in=ids)}
+
+
+def _state(row: RedriveDue) -> dict:
     return {"policy": row.policy_id, "attempt": row.attempt, "next_at": row.next_at,
             "exhausted": row.exhausted}  # fmt: skip

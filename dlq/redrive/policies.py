@@ -58,7 +58,10 @@ def save(actor, values: dict, reason: str = "", policy_id: int | None = None,
                          detail={"before": before, "after": describe(policy)})  # fmt: skip
             matching.rematch(policy)
     except IntegrityError:
-        raise ActionError({"name": ["another policy has this name"]}) from None
+        taken = RedrivePolicy.objects.filter(name=values.get("name")).exclude(pk=policy_id)
+        if taken.exists():
+            raise ActionError({"name": ["another policy has this name"]}) from None
+        raise  # not the name: a caller's values the API would have completed
     return policy
 
 

@@ -146,16 +146,15 @@ class MessageDetail(MessageOut):
 
 class ExportedMessage(MessageDetail):
     """One line of an export: the detail without `history` and `versions` (an export reads
-    whole rows a chunk at a time, never a message's lineage nor its versions)."""
+    whole rows a chunk at a time, never a message's lineage nor its versions). `redrive`
+    is looked up for a whole chunk at once (matching.states_of), and handed in."""
 
     history: list[HistoryEvent] = Field(default=[], exclude=True)
     versions: list[VersionOut] = Field(default=[], exclude=True)
-    # The console's plan for the message, not the message: not exported, and not looked up.
-    redrive: RedriveOut | None = Field(default=None, exclude=True)
 
     @staticmethod
     def resolve_redrive(obj) -> None:
-        return None
+        return None  # the caller's, for the chunk
 
     @staticmethod
     def resolve_history(obj) -> list[dict]:

@@ -20,6 +20,7 @@ from dlq.actions import changes, imports
 from dlq.actions.errors import ActionError
 from dlq.actions.imports import Imported
 from dlq.messages import queries
+from dlq.redrive import matching
 from dlq.schemas.errors import pydantic_errors
 from dlq.schemas.filters import MAX_ID, Vhost, storable
 from dlq.schemas.messages import ExportedMessage
@@ -39,17 +40,20 @@ Name = Annotated[str, Field(max_length=255), AfterValidator(storable)]  # as the
 # --- export -------------------------------------------------------------------------------
 
 
-def export_line(message) -> bytes:
-    """One message as the API's detail gives it, less history and versions, on one line."""
+def export_line(message, redrive: dict | None = None) -> bytes:
+    """One message as the API's detail gives it, less history and versions, on one line;
+    `redrive` as matching.state_of gives it."""
     fields = ExportedMessage.model_validate(message).model_dump()
+    fields["redrive"] = redrive
     return _ENCODER.encode(fields).encode() + b"\n"
 
 
 def export_chunks(filters: dict) -> Iterator[tuple[int, bytes]]:
     """The messages the list's `filters` select, newest first: (how many, their lines) a
-    chunk at a time."""
+    chunk at a time, the chunk's redrive states in one query."""
     for rows in queries.chunks(queries.filter_messages(filters)):
-        yield len(rows), b"".join(export_line(m) for m in rows)
+        states = matching.states_of([m.pk for m in rows])
+        yield len(rows), b"".join(export_line(m, states.get(m.pk)) for m in rows)
 
 
 def filter_detail(filters: dict) -> dict:

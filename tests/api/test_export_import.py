@@ -10,6 +10,7 @@ import pytest
 
 from dlq.models import AuditEntry, Message
 from dlq.models.actions import AuditAction
+from dlq.redrive import policies
 from tests.factories import client_for, make_message, make_messages, make_user
 
 pytestmark = pytest.mark.django_db
@@ -39,9 +40,23 @@ def test_an_export_line_is_the_detail_without_history_and_versions():
     [line] = _export(viewer)
 
     detail = viewer.get(f"/api/v1/messages/{m.pk}").json()
-    del detail["history"], detail["versions"], detail["redrive"]  # the console's, not the message's
+    del detail["history"], detail["versions"]
     assert line == detail
     assert line["headers"]["retry"] == {"type": "int32", "value": 3}
+
+
+def test_an_export_line_carries_the_redrive_state_as_the_detail_does():
+    viewer = client_for(make_user("viewer"), token=True)
+    held, free = make_message(queue="flaky.dlq"), make_message(queue="other.dlq")
+    policies.save("admin", {"name": "flaky", "match": {"queue": "flaky.dlq"},
+                            "target": "original", "delay_seconds": 60, "backoff": 2,
+                            "max_attempts": 3}, "flaky")  # fmt: skip
+
+    lines = {line["id"]: line for line in _export(viewer)}
+
+    detail = viewer.get(f"/api/v1/messages/{held.pk}").json()
+    assert lines[held.pk]["redrive"] == detail["redrive"] and detail["redrive"]["attempt"] == 0
+    assert lines[free.pk]["redrive"] is None
 
 
 def test_the_export_takes_the_list_filters_and_is_audited_with_filter_and_count():

@@ -148,3 +148,11 @@ def test_disabling_keeps_the_policy_and_enabling_re_arms_a_tripped_one(admin_api
     assert viewer_api.get(f"/api/v1/groups/{group}").json()["policy"] is None  # applies not
     RedrivePolicy.objects.filter(pk=policy["id"]).update(state="tripped", enabled=True)
     assert _put(admin_api, policy["id"], _policy()).json()["state"] == "active"
+
+
+def test_a_second_policy_of_the_same_name_is_refused_naming_the_field(admin_api):
+    assert _post(admin_api, _policy()).status_code == 201
+    again = _post(admin_api, _policy())
+
+    assert again.status_code == 400
+    assert again.json()["errors"] == {"name": ["another policy has this name"]}
