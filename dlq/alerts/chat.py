@@ -37,9 +37,14 @@ def add_buttons(attempt: AlertAttempt, alert: Alert) -> None:
             item.data["acknowledged_by"] = now[group]["acknowledged_by"]
 
 
+def shown_states(alert: Alert) -> dict[str, str]:
+    """What `alert` (with add_buttons' states) shows of each group it has buttons for."""
+    return {i.data["group"]: lifecycle.shown_as(i.state, i.owner) for i in alert.groups if i.ref}
+
+
 def remember(attempt: AlertAttempt, alert: Alert, answer: dict | None) -> None:
     """Store the states the sent alert shows, and where a Telegram message is."""
-    attempt.shown_states = {i.data["group"]: i.state for i in alert.groups if i.ref}
+    attempt.shown_states = shown_states(alert)
     result = (answer or {}).get("result") if isinstance(answer, dict) else None
     if isinstance(result, dict) and isinstance(result.get("chat"), dict):
         attempt.chat_message = {"chat_id": result["chat"].get("id"),

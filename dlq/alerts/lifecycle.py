@@ -77,10 +77,17 @@ def forget_resolved() -> int:
     return len(resolved)
 
 
+def shown_as(state: str, owner: str | None) -> str:
+    """What a chat alert shows of a group, as `shown_states` keeps it: the state, and who
+    owns it ("acknowledged by alice"), so an owner's change edits the alert too."""
+    return f"{state} by {owner}" if state == ACKNOWLEDGED and owner else state
+
+
 def shown(attempt: AlertAttempt) -> dict[str, str]:
-    """The states now of the groups a sent chat alert shows (the keys of its
-    `shown_states`: the groups it lists, at most texts.TOP of the digest's)."""
-    return {g: s["state"] for g, s in states(list(attempt.shown_states or {})).items()}
+    """What the groups a sent chat alert shows are now (the keys of its `shown_states`:
+    the groups it lists, at most texts.TOP of the digest's)."""
+    now = states(list(attempt.shown_states or {}))
+    return {g: shown_as(s["state"], s["acknowledged_by"]) for g, s in now.items()}
 
 
 def stale_chat_alerts(kind: str, since) -> list[AlertAttempt]:

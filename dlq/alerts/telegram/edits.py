@@ -33,7 +33,7 @@ def call_for(attempt: AlertAttempt) -> api.Call | None:
         return None
     alert = texts.compose(attempt.digest)
     chat.add_buttons(attempt, alert)
-    states = {item.data["group"]: item.state for item in alert.groups if item.ref}
+    states = chat.shown_states(alert)
     payload = {"chat_id": where["chat_id"], "message_id": where["message_id"],
                **render.message(alert)}  # fmt: skip
     return api.Call(token, "editMessageText", payload, lambda: _show(attempt.pk, states))

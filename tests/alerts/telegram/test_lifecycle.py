@@ -37,6 +37,14 @@ def test_an_owner_set_in_the_console_edits_the_alert_once(telegram, sent):
     assert f"<b>acknowledged</b> by <code>{owner.username}</code>" in edit.payload["text"]
     alert_lifecycle()
     assert len(telegram.of("editMessageText")) == 1
+    # Handed over to another owner: still acknowledged, and the message says who now.
+    other = make_user("operator")
+    triage.update(other, group, {"owner": other.username}, "taking over")
+    alert_lifecycle()
+    [_, edit] = telegram.of("editMessageText")
+    assert f"<b>acknowledged</b> by <code>{other.username}</code>" in edit.payload["text"]
+    alert_lifecycle()
+    assert len(telegram.of("editMessageText")) == 2
 
 
 def test_a_resolved_group_edits_the_alert_and_alerts_again_when_it_fails_again(telegram, sent):

@@ -67,7 +67,7 @@ def test_a_linked_operators_acknowledge_sets_the_owner_answers_and_edits_the_ale
     press = AuditEntry.objects.get(action="alert_press")
     assert press.actor_name == "oper" and '"chat_user": "777001"' in press.detail
     attempt.refresh_from_db()
-    assert attempt.shown_states == {group: "acknowledged"}
+    assert attempt.shown_states == {group: "acknowledged by oper"}
     assert TelegramBot.objects.get().offset > 0 and TelegramBot.objects.get().username
 
 
