@@ -57,10 +57,12 @@ def alert_lifecycle() -> int:
 
 
 @shared_task(name="dlq.tasks.slack_respond", ignore_result=True)
-def slack_respond(response_url: str, message: dict) -> None:
-    """Answer a Slack press through its response URL (one try: Slack's presser sees the
-    alert unchanged, or no reply, when it fails; the log says why)."""
-    responses.post(response_url, message)
+def slack_respond(response_url: str, message: dict, try_no: int = 1) -> None:
+    """Answer a Slack press through its response URL, tried again later as an alert is
+    when Slack fails (the log says why each time)."""
+    wait = responses.post(response_url, message, try_no)
+    if wait is not None:
+        slack_respond.apply_async((response_url, message, try_no + 1), countdown=wait)
 
 
 def respond(response_url: str, message: dict) -> None:

@@ -10,7 +10,7 @@ import logging
 from urllib.parse import urlsplit
 
 from dlq.alerts import destinations
-from dlq.alerts.transports import HttpNotifier, TransportError
+from dlq.alerts.transports import HttpNotifier, TransportError, retry_delay
 
 log = logging.getLogger("dlq.slack")
 
@@ -33,14 +33,18 @@ def acceptable(url) -> bool:
         return False
 
 
-def post(url: str, message: dict) -> bool:
-    """Post `message` to the response URL; whether Slack took it."""
+def post(url: str, message: dict, try_no: int = 1) -> float | None:
+    """Post `message` to the response URL: the seconds to wait before another try (Slack
+    failed, or asked to wait), None once it took it or the tries are used up (a response
+    URL stays valid for 30 minutes, so the alerts' few tries and waits fit)."""
     if not acceptable(url):
         log.warning("slack reply not sent: the response URL is not an http(s) URL")
-        return False
+        return None
     try:
         ResponseUrl().post_json(url, message)
     except TransportError as e:
-        log.warning("slack reply not sent", extra={"error": str(e), "http_status": e.status})
-        return False
-    return True
+        wait = retry_delay(e, try_no)
+        log.warning("slack reply not sent", extra={"error": str(e), "http_status": e.status,
+                                                   "try": try_no, "retry_in_s": wait})  # fmt: skip
+        return wait
+    return None

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from dlq.alerts import links
 from dlq.models import AuditEntry, ChatDelivery, GroupTriage, Job, LinkCode, Message, Mute
+from dlq.tasks import alerts as alert_tasks
 from tests.alerts.slack.conftest import group_of, linked
 from tests.factories import client_for, make_user
 from tests.slackapi import buttons
@@ -291,3 +292,24 @@ def test_a_response_url_inside_the_network_is_not_posted_to(slack, alerted, live
     [note] = [r for r in caplog.records if r.name == "dlq.slack"]
     assert "internal address" in note.error
     assert url not in note.getMessage() + note.error and "/respond/" not in note.error
+
+
+@pytest.mark.parametrize(("status", "posts", "waits"), [(500, 2, [2.0]), (404, 1, [])])
+def test_a_reply_slack_fails_is_tried_again_later_unless_refused_for_good(
+    slack, alerted, live_server, monkeypatch, status, posts, waits
+):
+    later = []  # the next try, run at once here (a worker runs it after the countdown)
+    respond = alert_tasks.slack_respond
+    monkeypatch.setattr(respond, "apply_async", lambda args, countdown: later.append(countdown)
+                        or respond.apply(args))  # fmt: skip
+    linked("operator", "U0OPER")
+    url = slack.response_url()
+    slack.server.reply(status)
+
+    answer = slack.press(live_server.url, slack.payload("dlq_ack", _ref(alerted),
+                                                        response_url=url))  # fmt: skip
+
+    assert answer.status == 200
+    replies = slack.responses(url)
+    assert len(replies) == posts and all(r["replace_original"] for r in replies)
+    assert later == waits
