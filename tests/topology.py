@@ -2,7 +2,9 @@
 
 import time
 
+from dlq.broker import mgmt
 from dlq.models import Message
+from tests.drainproc import wait_for
 
 
 class Topology:
@@ -39,6 +41,14 @@ class Topology:
         queue = self.queue(suffix, **arguments)
         self.ch.queue_bind(queue, dlx)
         return queue, dlx
+
+
+def consumed(ch, vhost: str, queue: str) -> None:
+    """A consumer on the queue, once the management API (what a consumer gate asks) shows
+    it."""
+    ch.basic_consume(queue, lambda *a: None)
+    wait_for(lambda: (mgmt.get_queue(vhost, queue) or {}).get("consumers"), 30,
+             f"a consumer on {queue} in the management API")  # fmt: skip
 
 
 def depth(ch, queue: str) -> int:

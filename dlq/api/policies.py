@@ -14,19 +14,19 @@ router = Router()
 
 @router.get("", response={200: PolicyList, **ERRORS})
 def list_policies(request):
-    return {"results": [policies.describe(p) for p in policies.listed()]}
+    return {"results": [policies.shown(p) for p in policies.listed()]}
 
 
 @router.get("/{id}", response={200: PolicyOut, **ACTION_ERRORS})
 def get_policy(request, id: int):
-    return policies.describe(policies.one(id))
+    return policies.shown(policies.one(id))
 
 
 @router.post("", response={201: PolicyOut, **ERRORS}, auth=needs(ADMIN))
 def create_policy(request, body: PolicyIn):
     """A new policy; it matches the parked messages there are at once."""
     policy = policies.save(request.auth, body.values(), body.reason, request_id=request_id(request))
-    return Status(201, policies.describe(policy))
+    return Status(201, policies.shown(policy))
 
 
 @router.put("/{id}", response={200: PolicyOut, **ACTION_ERRORS}, auth=needs(ADMIN))
@@ -34,7 +34,7 @@ def change_policy(request, id: int, body: PolicyIn):
     """Replace a policy; `enabled: true` re-arms a tripped one."""
     policy = policies.save(request.auth, body.values(), body.reason, policy_id=id,
                            request_id=request_id(request))  # fmt: skip
-    return policies.describe(policy)
+    return policies.shown(policy)
 
 
 @router.delete("/{id}", response={204: None, **ACTION_ERRORS}, auth=needs(ADMIN))

@@ -41,6 +41,10 @@ class RedrivePolicy(models.Model):
     state = models.CharField(max_length=16, choices=PolicyState.choices, default="active")
     armed_at = models.DateTimeField()
     tripped_at = models.DateTimeField(null=True, blank=True)
+    # Why its due messages are held back (no consumer, a vhost it cannot open), since when:
+    # set by a tick that held them, cleared by one that replays (dlq/redrive/scheduler.py).
+    waiting = models.TextField(blank=True, default="")
+    waiting_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -19,7 +19,13 @@ FIELDS = ("name", "enabled", "match", "target", "delay_seconds", "backoff", "max
 
 
 def describe(policy: RedrivePolicy) -> dict:
+    """The policy as an admin defined it, and its state (what the audit keeps)."""
     return {"id": policy.pk, **{f: getattr(policy, f) for f in FIELDS}, "state": policy.state}
+
+
+def shown(policy: RedrivePolicy) -> dict:
+    """describe(), and what holds its messages back now (the API's policy)."""
+    return {**describe(policy), "waiting": policy.waiting, "waiting_since": policy.waiting_since}
 
 
 def listed() -> list[RedrivePolicy]:

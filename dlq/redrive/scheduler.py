@@ -66,10 +66,22 @@ def run_policy(policy: RedrivePolicy, now: datetime) -> int:
             _finish(row, next_at=now + BUSY_RECHECK)
         else:
             by_vhost[message.vhost].append((row, message))
-    published = 0
+    published, waits = 0, []
     for vhost, batch in by_vhost.items():
-        published += _replay(policy, vhost, _gated(policy, vhost, batch, now), now)
+        published += _replay(policy, vhost, _gated(policy, vhost, batch, now, waits), now, waits)
+    _note_waiting(policy, "" if published else "; ".join(dict.fromkeys(waits)), now)
     return published
+
+
+def _note_waiting(policy: RedrivePolicy, why: str, now: datetime) -> None:
+    """What the policies page and API say holds the policy's messages back: set by a tick
+    that held them (kept, with its first time, while it stays the same), cleared by a tick
+    that replayed."""
+    if why == policy.waiting:
+        return
+    policy.waiting, policy.waiting_since = why[:2000], (now if why else None)
+    changed = {"waiting": policy.waiting, "waiting_since": policy.waiting_since}
+    RedrivePolicy.objects.filter(pk=policy.pk).update(**changed)
 
 
 def _take(policy: RedrivePolicy, now: datetime) -> list[RedriveDue]:
@@ -85,7 +97,7 @@ def _take(policy: RedrivePolicy, now: datetime) -> list[RedriveDue]:
     return rows
 
 
-def _gated(policy, vhost: str, batch: list, now: datetime) -> list:
+def _gated(policy, vhost: str, batch: list, now: datetime, waits: list) -> list:
     """The batch's messages that may go now. A route into a queue the console drains ends
     the message's redrives (exhausted, so alerted: a person decides), as a manual replay is
     refused there: the console would take it straight back, a loop. With the consumer gate,
@@ -112,6 +124,7 @@ def _gated(policy, vhost: str, batch: list, now: datetime) -> list:
             RedriveDue.objects.filter(pk=row.pk).update(next_at=None, exhausted=True)
         elif closed:
             log.info("redrive policy %s waits: %s", policy.name, closed)
+            waits.append(closed)
             _finish(row, next_at=now + GATE_RECHECK)
         else:
             open_.append((row, message))
@@ -139,7 +152,7 @@ def _into_drained(vhost: str, route, messages: list) -> str:
     return f"the route reaches {', '.join(drained)}, which the console drains" if drained else ""
 
 
-def _replay(policy: RedrivePolicy, vhost: str, batch: list, now: datetime) -> int:
+def _replay(policy: RedrivePolicy, vhost: str, batch: list, now: datetime, waits: list) -> int:
     if not batch:
         return 0
     actor = f"policy:{policy.name}"
@@ -147,6 +160,7 @@ def _replay(policy: RedrivePolicy, vhost: str, batch: list, now: datetime) -> in
         publisher = ConfirmPublisher(settings.DLQ_BROKER_URL, "dlq-redrive", vhost=vhost)
     except (ConnectionError, *amqp.AllErrors) as e:
         log.warning("redrive policy %s: no connection to vhost %s: %s", policy.name, vhost, e)
+        waits.append(f"no connection to vhost {vhost!r}: {e}")
         for row, _ in batch:
             _finish(row, next_at=now + GATE_RECHECK)
         return 0

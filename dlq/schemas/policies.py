@@ -56,6 +56,12 @@ class PolicyOut(Schema):
     trip_returns: int
     trip_window_seconds: int
     state: Literal["active", "tripped", "disabled"]
+    waiting: str = Field(
+        description="why its due messages are held back now (a queue without a consumer, a"
+        ' vhost the console cannot open), "" when nothing holds them; cleared by its next'
+        " replay"
+    )
+    waiting_since: datetime | None = Field(description="since when `waiting` says so")
 
 
 class PolicyList(Schema):

@@ -8,15 +8,13 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from dlq.actions import message as message_actions
-from dlq.broker import mgmt
 from dlq.broker.publisher import ConfirmPublisher
 from dlq.jobs import control, running
 from dlq.models import Message, Status
 from dlq.models.actions import AuditAction, AuditEntry, Job, JobStatus, Replay
 from dlq.tasks import jobs as job_tasks
-from tests.drainproc import wait_for
 from tests.factories import client_for, make_messages, make_user, post
-from tests.topology import depth
+from tests.topology import consumed, depth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,17 +34,10 @@ def _service(ch, prefix: str, bound: bool = True) -> tuple[str, str]:
     return f"{prefix}.events", f"{prefix}.work"
 
 
-def _consumed(ch, vhost: str, queue: str) -> None:
-    """A consumer on the queue, once the management API (what the gate asks) shows it."""
-    ch.basic_consume(queue, lambda *a: None)
-    wait_for(lambda: (mgmt.get_queue(vhost, queue) or {}).get("consumers"), 30,
-             f"a consumer on {queue} in the management API")  # fmt: skip
-
-
 def test_a_vhost_the_consoles_user_may_not_open_keeps_the_job_waiting(vhosts, rabbit, unique):
     closed = vhosts.make("closed")
     events, work = _service(vhosts.channel(closed), unique)
-    _consumed(vhosts.channel(closed), closed, work)  # the gate's other checks pass
+    consumed(vhosts.channel(closed), closed, work)  # the gate's other checks pass
     messages = make_messages(2, queue=f"{unique}.dlq", vhost=closed, exchange=events,
                              routing_key="k", died_in=work)  # fmt: skip
     job = _safe_job(messages)
@@ -94,8 +85,8 @@ def test_a_selection_across_two_vhosts_is_gated_in_each_ones_own(vhosts, unique)
     in_a, in_b = vhosts.channel(a), vhosts.channel(b)
     events, work = _service(in_a, unique)
     _service(in_b, unique, bound=False)  # the same names; in b nothing is bound
-    _consumed(in_a, a, work)
-    _consumed(in_b, b, work)
+    consumed(in_a, a, work)
+    consumed(in_b, b, work)
     messages = [
         *make_messages(1, queue=f"{unique}.dlq", vhost=a, exchange=events, routing_key="k",
                        died_in=work),
@@ -125,7 +116,7 @@ def _by_region(top) -> tuple[str, str]:
 def test_a_headers_exchange_is_gated_by_where_each_messages_headers_take_it(top, rabbit):
     # The gate used to walk the bindings with no headers: "routes to no queue", for ever.
     exchange, eu = _by_region(top)
-    _consumed(top.ch, "/", eu)
+    consumed(top.ch, "/", eu)
     messages = make_messages(2, queue=top.name("dlq"), exchange=exchange, routing_key="k",
                              died_in=eu, headers={"region": "eu"})  # fmt: skip
     job = _safe_job(messages)
@@ -138,7 +129,7 @@ def test_a_headers_exchange_is_gated_by_where_each_messages_headers_take_it(top,
 
 def test_a_headers_exchange_that_takes_some_messages_nowhere_keeps_the_job_waiting(top, rabbit):
     exchange, eu = _by_region(top)
-    _consumed(top.ch, "/", eu)
+    consumed(top.ch, "/", eu)
     messages = [
         *make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="k",
                        died_in=eu, headers={"region": "eu"}),

@@ -18,6 +18,7 @@ from dlq.models.actions import Replay
 from dlq.models.redrive import RedriveDue
 from dlq.redrive import matching, policies, scheduler
 from tests.factories import client_for, make_messages, make_user
+from tests.topology import consumed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,6 +56,20 @@ def test_a_route_to_no_queue_keeps_the_policy_waiting_and_says_why(top, caplog):
     assert Message.objects.get(pk=message.pk).status == Status.PARKED
     row = RedriveDue.objects.get(message=message)
     assert (row.attempt, row.next_at, row.exhausted) == (0, later + scheduler.GATE_RECHECK, False)
+    # Said where an admin looks, since the tick that held it back; a tick that replays
+    # clears it.
+    waiting = f"exchange {nowhere!r} routes 'k' to no queue: nothing would receive the replay"
+    shown = client_for(make_user("viewer"), token=True).get(f"/api/v1/policies/{policy.pk}")
+    assert shown.json()["waiting"] == waiting
+    since = datetime.fromisoformat(shown.json()["waiting_since"])
+    assert abs(since - later) < timedelta(milliseconds=1)  # the API gives milliseconds
+    page = client_for(make_user("viewer")).get("/policies/").content.decode()
+    assert "waiting since" in page and "routes &#x27;k&#x27; to no queue" in page
+    top.ch.queue_bind(top.queue("work"), nowhere, "k")
+    consumed(top.ch, "/", top.name("work"))
+    assert scheduler.run_policy(policy, later + timedelta(seconds=30)) == 1
+    policy.refresh_from_db()
+    assert (policy.waiting, policy.waiting_since) == ("", None)
 
 
 def test_a_headers_exchange_is_followed_with_each_messages_headers(top, settings, caplog):
@@ -99,6 +114,8 @@ def test_a_vhost_the_consoles_user_may_not_open_is_left_waiting(vhosts, rabbit, 
     assert Message.objects.get(pk=message.pk).status == Status.PARKED
     row = RedriveDue.objects.get(message=message)
     assert (row.attempt, row.next_at) == (0, later + scheduler.GATE_RECHECK)  # no attempt spent
+    policy.refresh_from_db()
+    assert policy.waiting.startswith(f"no connection to vhost {closed!r}: ")
     _pages_answer(
         f"/messages/{message.pk}/",
         "/policies/",

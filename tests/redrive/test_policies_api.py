@@ -53,7 +53,8 @@ def test_an_admin_creates_a_policy_with_the_defaults_and_everyone_reads_it(admin
         "id": created["id"], "name": "flaky-payments", "enabled": True,
         "match": {"queue": "payments.dlq"}, "target": "original", "delay_seconds": 30,
         "backoff": 2.0, "max_attempts": 3, "rate_per_s": None, "require_consumers": True,
-        "trip_returns": 10, "trip_window_seconds": 300, "state": "active",
+        "trip_returns": 10, "trip_window_seconds": 300, "state": "active", "waiting": "",
+        "waiting_since": None,
     }  # fmt: skip
     assert viewer_api.get(f"/api/v1/policies/{created['id']}").json() == created
     assert viewer_api.get("/api/v1/policies").json() == {"results": [created]}

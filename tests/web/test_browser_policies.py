@@ -1,9 +1,12 @@
 """The redrive policies page in a real browser (headless Chromium): an admin types a policy,
 previews what it would match now, adds it, and the table says what it holds."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from dlq.models.redrive import RedrivePolicy
+from dlq.redrive import policies, scheduler
 from tests.browser import log_in, screenshot
 from tests.factories import make_messages, make_user
 
@@ -36,3 +39,20 @@ def test_an_admin_previews_and_adds_a_policy(page, live_server):
     for width in (1280, 1440):
         page.set_viewport_size({"width": width, "height": 900})
         screenshot(page, f"policies-list-{width}")
+
+
+def test_a_policy_held_back_says_why_in_its_row(page, live_server, top):
+    nowhere = top.exchange("nowhere", "direct")  # nothing bound: the gate holds it back
+    make_messages(2, queue=top.name("dlq"), exchange=nowhere, routing_key="k")
+    policy = policies.save("admin", {"name": "psp-timeouts", "match": {"queue": top.name("dlq")},
+                                     "target": "original", "delay_seconds": 1, "backoff": 2,
+                                     "max_attempts": 3}, "flaky psp")  # fmt: skip
+    scheduler.run_policy(policy, datetime.now(UTC) + timedelta(seconds=30))
+    viewer = make_user("viewer", password=PASSWORD)
+    log_in(page, live_server, viewer.username, PASSWORD)
+    page.goto(f"{live_server.url}/policies/")
+
+    waiting = page.locator(f"#policy-{policy.pk} .policy-waiting")
+    assert "routes 'k' to no queue: nothing would receive the replay" in waiting.inner_text()
+    assert waiting.inner_text().startswith("waiting since ")
+    screenshot(page, "policies-waiting")
