@@ -9,6 +9,7 @@ publish into the void.
 """
 
 import json
+from collections import defaultdict
 from types import SimpleNamespace
 
 from django.conf import settings
@@ -25,19 +26,19 @@ ROUTE_FIELDS = ("vhost", "queue", "original_exchange", "original_routing_keys_js
 
 def closed(job: Job, size: int) -> str:
     """Why the next `size` messages of the job may not be published yet ("" when they may)."""
-    checked: dict[tuple, str] = {}
+    checked: dict[str, str] = {}  # vhost -> why the console cannot publish there
     overrides = replay.load_overrides()
     step = job.items.filter(state=ItemState.PENDING).order_by("id").values("message_id")[:size]
+    taking = defaultdict(list)  # (vhost, route) -> the sources whose messages take it
     for source, route in _routes(step, job.target, overrides):
-        vhost = source["vhost"]
+        taking[source["vhost"], route].append(source)
+    for (vhost, route), sources in taking.items():
         if vhost not in checked:
             checked[vhost] = refused(vhost)
             if checked[vhost]:
                 return checked[vhost]
-        if (vhost, route) not in checked:
-            checked[vhost, route] = reached(vhost, route, lambda s=source: _headers(step, s))
-            if checked[vhost, route]:
-                return checked[vhost, route]
+        if why := reached(vhost, route, lambda s=sources: _headers(step, s)):
+            return why
     return ""
 
 
@@ -54,11 +55,12 @@ def _routes(step, target, overrides):
             continue
 
 
-def _headers(step, source: dict):
-    """The plain headers of the step's messages from `source`, each distinct set once."""
-    found = Message.objects.filter(pk__in=Subquery(step), **source)
-    for text in found.values_list("headers_json", flat=True).distinct():
-        yield routes.headers_of(SimpleNamespace(headers=json.loads(text)))
+def _headers(step, sources: list[dict]):
+    """The plain headers of the step's messages from `sources`, each distinct set once."""
+    for source in sources:
+        found = Message.objects.filter(pk__in=Subquery(step), **source)
+        for text in found.values_list("headers_json", flat=True).distinct():
+            yield routes.headers_of(SimpleNamespace(headers=json.loads(text)))
 
 
 def refused(vhost: str) -> str:

@@ -133,7 +133,8 @@ def test_a_headers_exchange_that_takes_some_messages_nowhere_keeps_the_job_waiti
     messages = [
         *make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="k",
                        died_in=eu, headers={"region": "eu"}),
-        *make_messages(1, queue=top.name("dlq"), exchange=exchange, routing_key="k",
+        # From another parking queue: another source taking the same route.
+        *make_messages(1, queue=top.name("other.dlq"), exchange=exchange, routing_key="k",
                        died_in=eu, headers={"region": "us"}),
     ]  # fmt: skip
     job = _safe_job(messages)
